@@ -1,0 +1,1 @@
+"""Model backends, discovered through the ``depinduce.models`` entry-point group."""

@@ -1,0 +1,1 @@
+"""Trees, spans, and the decoders that turn model scores into them."""

@@ -1,0 +1,133 @@
+"""Constituency trees as nltk Trees, and their spans.
+
+Two kinds of tree share one type, ``nltk.Tree``:
+- *labelled* (PTB gold): internal nodes carry phrase labels, preterminals ``Tree(tag, [word])`` carry tags;
+- *unlabelled* (model output): every internal node has the label ``""`` and leaves are the words themselves.
+A span is ``(start, end)`` over 0-based word positions, end exclusive; a labelled span adds the label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from nltk import Tree
+
+
+def is_preterminal(node: Tree) -> bool:
+    """A PTB preterminal: a non-empty label over exactly one word."""
+    return node.label() != "" and len(node) == 1 and isinstance(node[0], str)
+
+
+def tree_leaves(tree: Tree) -> list[str]:
+    """Words of a tree in order (preterminal tags are not words)."""
+    return [leaf for leaf in tree.leaves()]
+
+
+def tree_tags(tree: Tree) -> list[str | None]:
+    """The preterminal tag above each word, None for words directly under a phrase (unlabelled trees)."""
+    tags: list[str | None] = []
+
+    def walk(node: Tree) -> None:
+        if is_preterminal(node):
+            tags.append(node.label())
+            return
+        for child in node:
+            if isinstance(child, Tree):
+                walk(child)
+            else:
+                tags.append(None)
+
+    walk(tree)
+    return tags
+
+
+def labelled_spans(tree: Tree) -> list[tuple[str, int, int]]:
+    """(label, start, end) of every phrase node (preterminals excluded), in pre-order; duplicates kept."""
+    out: list[tuple[str, int, int]] = []
+
+    def walk(node: Tree, start: int) -> int:
+        if is_preterminal(node):
+            return start + 1
+        pos = start
+        for child in node:
+            pos = walk(child, pos) if isinstance(child, Tree) else pos + 1
+        out.append((node.label(), start, pos))
+        return pos
+
+    walk(tree, 0)
+    return out
+
+
+def restrict_spans(
+    spans: Iterable[tuple[str, int, int]], keep: Sequence[bool]
+) -> list[tuple[str, int, int]]:
+    """Project labelled spans onto the kept positions, renumbered; empty projections are dropped.
+
+    Removing punctuation this way deletes constituents that held only punctuation and turns unary chains into
+    repeated spans, which set comparison collapses — the protocol's gold-tree clean-up.
+    """
+    prefix = [0]
+    for k in keep:
+        prefix.append(prefix[-1] + (1 if k else 0))
+    out = []
+    for label, start, end in spans:
+        a, b = prefix[start], prefix[end]
+        if b > a:
+            out.append((label, a, b))
+    return out
+
+
+def scored_spans(spans: Iterable[tuple[str, int, int]], length: int) -> set[tuple[int, int]]:
+    """The unlabelled span set UF1 compares: length-1 spans and the whole-sentence span excluded."""
+    return {(a, b) for _, a, b in spans if b - a > 1 and not (a == 0 and b == length)}
+
+
+def spans_to_tree(words: Sequence[str], spans: Iterable[tuple[int, int]]) -> Tree:
+    """Build an unlabelled tree from a laminar (non-crossing) span set; the whole sentence is always a node."""
+    n = len(words)
+    chosen = sorted({(a, b) for a, b in spans if b - a > 1 and (a, b) != (0, n)}, key=lambda s: (s[0], -s[1]))
+
+    def build(a: int, b: int, inner: list[tuple[int, int]]) -> Tree:
+        children: list[Tree | str] = []
+        pos = a
+        k = 0
+        while pos < b:
+            if k < len(inner) and inner[k][0] == pos:
+                s, e = inner[k]
+                k += 1
+                nested = []
+                while k < len(inner) and inner[k][1] <= e:
+                    nested.append(inner[k])
+                    k += 1
+                children.append(build(s, e, nested))
+                pos = e
+            else:
+                children.append(words[pos])
+                pos += 1
+        return Tree("", children)
+
+    return build(0, n, chosen)
+
+
+def binary_tree_from_distances(words: Sequence[str], distances: Sequence[float]) -> Tree:
+    """Top-down split at the largest distance (``distances[i]`` separates words i and i+1).
+
+    Ties go to the leftmost maximum, so equal distances binarise left to right; this is the parser of PRPN and
+    StructFormer.  Iterative so 500-word sentences do not hit the recursion limit.
+    """
+    n = len(words)
+    if len(distances) != max(n - 1, 0):
+        raise ValueError(f"{len(distances)} distances for {n} words; expected {max(n - 1, 0)}")
+    if n == 0:
+        return Tree("", [])
+    spans: list[tuple[int, int]] = []
+    stack = [(0, n)]
+    while stack:
+        a, b = stack.pop()
+        if b - a < 2:
+            continue
+        spans.append((a, b))
+        best = max(range(a, b - 1), key=lambda i: (distances[i], -i))
+        stack.append((a, best + 1))
+        stack.append((best + 1, b))
+    return spans_to_tree(words, spans)

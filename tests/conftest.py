@@ -1,0 +1,37 @@
+"""Shared test fixtures: where the read-only ../shared data lives, and skipping cleanly when it is absent."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+NLTK_DATA = SHARED / "nltk_data"
+EWT = SHARED / "data" / "ud" / "UD_English-EWT"
+
+
+def _require(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"needs {path} (the read-only ../shared data beside the checkout), which is absent")
+    return path
+
+
+@pytest.fixture(scope="session")
+def nltk_data() -> Path:
+    """The NLTK data folder from ../shared, also exported as NLTK_DATA for nltk and subprocesses."""
+    path = _require(NLTK_DATA / "corpora" / "treebank.zip").parents[1]
+    os.environ["NLTK_DATA"] = str(path)
+    import nltk
+
+    if str(path) not in nltk.data.path:
+        nltk.data.path.insert(0, str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def ewt_dir() -> Path:
+    """UD English EWT (train and dev) from ../shared."""
+    return _require(EWT / "en_ewt-ud-dev.conllu").parent
