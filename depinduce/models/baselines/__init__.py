@@ -1,0 +1,100 @@
+"""Trivial baselines: left-branching, right-branching and random trees.
+
+They are the sanity anchors of every evaluation (evaluation.md) and exercise the whole pipeline without training.
+Each produces both outputs: a head-score matrix whose best tree is the baseline's tree (so every decoder returns
+it), and split distances whose top-down tree is the baseline's binary constituency tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from depinduce.errors import DepinduceError
+from depinduce.models.base import Backend, Capabilities, ParseScores
+
+_BASELINE = Capabilities(dependency=True, constituency=True, trainable=False, supervised=False, objective="none")
+
+
+def _one_hot_heads(heads: Sequence[int]) -> torch.Tensor:
+    """Log-probability matrix that puts all mass on the given heads (−inf elsewhere)."""
+    n = len(heads)
+    scores = torch.full((n + 1, n + 1), float("-inf"))
+    for i, h in enumerate(heads, start=1):
+        scores[i, h] = 0.0
+    return scores
+
+
+class _FixedBaseline(Backend):
+    """Shared loading for the untrained baselines, which take no run directory."""
+
+    capabilities = _BASELINE
+
+    @classmethod
+    def load(cls, run_dir: Path | None, *, device: str = "cpu", seed: int = 0) -> Backend:
+        if run_dir is not None:
+            raise DepinduceError(f"{run_dir}: the '{cls.name}' baseline takes no run directory")
+        return cls(seed=seed)
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+
+class RightBranching(_FixedBaseline):
+    """Each word's head is the next word, the last word is the root; the tree is ``(w1 (w2 (w3 ...)))``."""
+
+    name = "right-branching"
+    description = "head = next word, last word is root; right-branching binary tree"
+
+    def parse_scores(self, sentences: Sequence[Sequence[str]]) -> list[ParseScores]:
+        out = []
+        for words in sentences:
+            n = len(words)
+            heads = [i + 1 for i in range(1, n)] + ([0] if n else [])
+            # Decreasing distances: the top split is after the first word, then after the second, ...
+            distances = torch.arange(n - 1, 0, -1, dtype=torch.float)
+            out.append(ParseScores(heads=_one_hot_heads(heads), distances=distances))
+        return out
+
+
+class LeftBranching(_FixedBaseline):
+    """Each word's head is the previous word, the first word is the root; the tree is ``(((w1 w2) w3) ...)``."""
+
+    name = "left-branching"
+    description = "head = previous word, first word is root; left-branching binary tree"
+
+    def parse_scores(self, sentences: Sequence[Sequence[str]]) -> list[ParseScores]:
+        out = []
+        for words in sentences:
+            n = len(words)
+            heads = list(range(0, n))
+            distances = torch.arange(1, n, dtype=torch.float)
+            out.append(ParseScores(heads=_one_hot_heads(heads), distances=distances))
+        return out
+
+
+class RandomBaseline(_FixedBaseline):
+    """Uniformly random head scores and split distances from a seeded generator.
+
+    The generator is seeded once per loaded model (``seed``, default 0), so the same input in the same order
+    always gets the same trees.  MST/Eisner turn the random scores into random (projective) trees; argmax may
+    produce non-trees, which is what an argmax decoder does on noise.
+    """
+
+    name = "random"
+    description = "seeded random head scores and split distances"
+
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__(seed)
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def parse_scores(self, sentences: Sequence[Sequence[str]]) -> list[ParseScores]:
+        out = []
+        for words in sentences:
+            n = len(words)
+            heads = torch.rand((n + 1, n + 1), generator=self.generator)
+            distances = torch.rand((max(n - 1, 0),), generator=self.generator)
+            out.append(ParseScores(heads=heads, distances=distances))
+        return out

@@ -1,0 +1,44 @@
+"""``depinduce parse``: run a model over text or CoNLL-U and write trees to stdout."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from depinduce.errors import DepinduceError
+from depinduce.io import read_sentences, write_sentences
+from depinduce.models.registry import load_model
+from depinduce.parsing import OUTPUT_FORMATS, ParseRequest, check_request, parse, read_text
+from depinduce.structures.decode import DECODERS
+
+
+@click.command("parse")
+@click.option("--model", "model", required=True, metavar="NAME_OR_RUN_DIR",
+              help="A registered backend name (baselines) or a training run directory.")
+@click.argument("input_path", metavar="[INPUT|-]", default="-")
+@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="conllu", show_default=True,
+              help="Output format.")
+@click.option("--decoder", type=click.Choice(DECODERS), default="mst", show_default=True,
+              help="Dependency decoder: single-root maximum spanning tree, projective Eisner, or per-word argmax.")
+@click.option("--input-format", type=click.Choice(("text", "conllu")), default="text", show_default=True,
+              help="Plain text (one sentence per line) or CoNLL-U (tokens and columns kept; HEAD/DEPREL filled).")
+@click.option("--tokenized", is_flag=True, help="Text input is already tokenised: split on whitespace only.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Sentences per model call.")
+@click.option("--device", default="cpu", show_default=True, help="Torch device for neural models.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for stochastic models (random).")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def parse_command(model: str, input_path: str, fmt: str, decoder: str, input_format: str, tokenized: bool,
+                  batch_size: int, device: str, seed: int, quiet: bool) -> None:
+    """Parse INPUT (default: stdin) with a model; trees go to stdout, progress to stderr."""
+    if tokenized and input_format != "text":
+        raise DepinduceError("--tokenized applies to text input only; CoNLL-U input is always tokenised")
+    backend = load_model(model, device=device, seed=seed)
+    request = ParseRequest(fmt=fmt, decoder=decoder, batch_size=batch_size)
+    check_request(backend, request)
+    if input_format == "text":
+        sentences = read_text(input_path, pretokenized=tokenized)
+    else:
+        sentences = read_sentences(input_path, fmt="conllu")
+    write_sentences(parse(sentences, backend, request, progress=not quiet), sys.stdout, fmt)
