@@ -78,7 +78,8 @@ def reattach(heads: Sequence[int], keep: Sequence[bool]) -> list[int]:
                 break
             seen.add(h)
             h = heads[h - 1]
-        out.append(new_index[h] if 0 < h <= n else 0)
+        # a walk that comes back to the word itself (a cycle through removed words) has no kept ancestor
+        out.append(new_index[h] if 0 < h <= n and h != i else 0)
     return out
 
 
