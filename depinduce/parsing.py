@@ -123,7 +123,12 @@ def _full_tree(sentence: Sentence, hidden: Sequence[bool], visible: list[str], s
     if scores.distances is not None:
         visible_tree = binary_tree_from_distances(visible, scores.distances.tolist())
         positions = [i for i, h in enumerate(hidden) if not h]
-        spans = [(positions[a], positions[b - 1] + 1) for _, a, b in labelled_spans(visible_tree)]
+        # the visible sentence's own span becomes the whole-token root, which spans_to_tree always adds
+        spans = [
+            (positions[a], positions[b - 1] + 1)
+            for _, a, b in labelled_spans(visible_tree)
+            if (a, b) != (0, len(visible))
+        ]
         return spans_to_tree(sentence.words, spans)
     if sentence.heads is None:
         raise DepinduceError(f"model produced neither distances nor heads for sentence {sentence.sent_id}")

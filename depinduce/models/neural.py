@@ -1,0 +1,152 @@
+"""The base of every trainable (torch) backend: what the training engine and ``parse`` need from a model.
+
+A neural backend is a ``torch.nn.Module`` and a :class:`~depinduce.models.base.Backend` at once.  This class owns
+what every such backend shares — hyperparameter dataclasses, the vocabulary, loading a run directory safely,
+turning raw words into padded index tensors for ``parse`` — so a backend folder holds only its network.
+
+Objective hooks (the engine owns the loops and the losses; a backend implements the hooks of its objective):
+- ``mlm``: :class:`MaskedLMBackend` — ``encode`` gives hidden states, ``output_logits`` maps the hidden states of
+  the masked positions only to vocabulary logits (the output softmax is never computed elsewhere).
+- every backend: ``score_tensors`` gives per-sentence :class:`ParseScores` from index tensors, and may add
+  ``regularizer()`` (an extra loss term, e.g. the Probabilistic Transformer's L2 on its ternary scores).
+
+Run directory contract (written by the engine): ``config.yaml`` with keys ``model`` (registry name) and
+``model_config`` (the hyperparameter dataclass as a mapping), ``vocab.json``, ``model.pt`` (a plain state dict,
+loaded with ``weights_only=True``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+import yaml
+
+from depinduce.data.vocab import Vocab
+from depinduce.errors import DepinduceError
+from depinduce.models.base import Backend, ParseScores
+
+
+def build_config(config_class: type, values: Mapping[str, Any] | None, *, where: str) -> Any:
+    """Instantiate a hyperparameter dataclass from a mapping; unknown keys are a one-line error."""
+    values = dict(values or {})
+    names = {f.name for f in dataclasses.fields(config_class)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise DepinduceError(f"{where}: unknown model option(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+    return config_class(**values)
+
+
+def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
+    """Read a checkpoint with ``weights_only=True``; a missing, corrupted or foreign file is a one-line error."""
+    if not path.is_file():
+        raise DepinduceError(f"{path}: checkpoint not found")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for truncated/foreign files
+        raise DepinduceError(f"{path}: not a readable depinduce checkpoint ({exc.__class__.__name__})") from exc
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise DepinduceError(f"{path}: not a model state dict")
+    return state
+
+
+def pad_batch(rows: Sequence[Sequence[int]], pad_index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad index rows into (B, T) ``tokens`` and a (B, T) boolean ``mask`` of real positions."""
+    width = max((len(r) for r in rows), default=0)
+    tokens = torch.full((len(rows), width), pad_index, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.bool)
+    for b, row in enumerate(rows):
+        tokens[b, : len(row)] = torch.as_tensor(row, dtype=torch.long)
+        mask[b, : len(row)] = True
+    return tokens, mask
+
+
+class NeuralBackend(Backend, torch.nn.Module):
+    """Shared machinery of trainable backends; subclasses set ``config_class`` and build their layers in
+    ``__init__(config, vocab)``."""
+
+    config_class: ClassVar[type]
+
+    def __init__(self, config: Any, vocab: Vocab) -> None:
+        torch.nn.Module.__init__(self)
+        self.config = config
+        self.vocab = vocab
+
+    @classmethod
+    def from_config(cls, values: Mapping[str, Any] | None, vocab: Vocab, *, where: str = "recipe") -> "NeuralBackend":
+        """A freshly initialised model from recipe values (the dataclass defaults fill the rest)."""
+        return cls(build_config(cls.config_class, values, where=where), vocab)
+
+    @classmethod
+    def load(cls, run_dir: Path | None, *, device: str = "cpu", seed: int = 0) -> "NeuralBackend":
+        if run_dir is None:
+            raise DepinduceError(
+                f"model '{cls.name}' must be trained first: pass a run directory made by "
+                f"'depinduce train --model {cls.name}' to --model"
+            )
+        config_path = run_dir / "config.yaml"
+        try:
+            config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise DepinduceError(f"{config_path}: unreadable run configuration ({exc.__class__.__name__})") from exc
+        vocab = Vocab.load(run_dir / "vocab.json")
+        model = cls.from_config(config.get("model_config"), vocab, where=str(config_path))
+        state = load_state_dict(run_dir / "model.pt")
+        try:
+            model.load_state_dict(state)
+        except RuntimeError as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise DepinduceError(f"{run_dir / 'model.pt'}: does not fit the configured model ({first})") from exc
+        model.to(device)
+        model.eval()
+        return model
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def parse_scores(self, sentences: Sequence[Sequence[str]]) -> list[ParseScores]:
+        """Normalise and index the words as the training data was, then score them with the network."""
+        rows = [self.vocab.encode(words) for words in sentences]
+        tokens, mask = pad_batch(rows, self.vocab.pad_index)
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.inference_mode():
+                scores = self.score_tensors(tokens.to(self.device), mask.to(self.device))
+        finally:
+            self.train(was_training)
+        return [
+            ParseScores(
+                heads=None if s.heads is None else s.heads.float().cpu(),
+                distances=None if s.distances is None else s.distances.float().cpu(),
+                heights=None if s.heights is None else s.heights.float().cpu(),
+            )
+            for s in scores
+        ]
+
+    @abstractmethod
+    def score_tensors(self, tokens: torch.Tensor, mask: torch.Tensor) -> list[ParseScores]:
+        """Per-sentence scores for a padded batch (``tokens`` (B, T), ``mask`` (B, T) true at real words); each
+        ParseScores is cut to its sentence's length n (heads (n+1)×(n+1), distances n−1, heights n)."""
+
+    def regularizer(self) -> torch.Tensor | None:
+        """An extra training-loss term the engine adds (None: nothing to add)."""
+        return None
+
+
+class MaskedLMBackend(NeuralBackend):
+    """A backend trained by the engine's masked-LM objective (StructFormer, UDGN, Probabilistic Transformer)."""
+
+    @abstractmethod
+    def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Hidden states (B, T, H) for input ``tokens`` (B, T) in which masked positions hold ``<mask>``;
+        ``mask`` (B, T) is true at real (non-padding) positions."""
+
+    @abstractmethod
+    def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Vocabulary logits (N, V) for the hidden states (N, H) of the masked positions only."""
