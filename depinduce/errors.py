@@ -22,6 +22,10 @@ class InputError(DepinduceError):
         self.problem = problem
         super().__init__(str(self))
 
+    def __reduce__(self):
+        # picklable, so worker processes (parallel preprocessing) can send it back unchanged
+        return (InputError, (self.path, self.line, self.problem))
+
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.problem}"

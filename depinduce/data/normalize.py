@@ -1,0 +1,65 @@
+"""Word normalisation: the model's view of a word.
+
+The papers train on lower-cased text with numbers folded (Mikolov's PTB replaces numbers by ``N``); depinduce
+does the same by default and records the settings in ``vocab.json``, so ``parse`` normalises new text exactly as
+the training text was.  Digit runs become ``N`` *after* lower-casing, so the placeholder stays distinct from
+the word "n".  Whitespace inside a word (possible in some UD treebanks) becomes ``_`` because the ``.txt`` files
+separate words by spaces.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+from depinduce.errors import DepinduceError
+
+_DIGITS = re.compile(r"\d+")
+_SPACE = re.compile(r"\s+")
+NUMBER_TOKEN = "N"
+
+
+@lru_cache(maxsize=1 << 18)
+def _normalize(word: str, lowercase: bool, fold_digits: bool) -> str:
+    """Cached: a corpus repeats its words, and the regexes dominate preprocessing time otherwise."""
+    if lowercase:
+        word = word.lower()
+    if fold_digits:
+        word = _DIGITS.sub(NUMBER_TOKEN, word)
+    return _SPACE.sub("_", word)
+
+
+@dataclass(frozen=True)
+class Normalization:
+    """How words are normalised before they reach a model."""
+
+    lowercase: bool = True
+    fold_digits: bool = True
+
+    def word(self, word: str) -> str:
+        return _normalize(word, self.lowercase, self.fold_digits)
+
+    def words(self, words: Iterable[str]) -> list[str]:
+        return [_normalize(w, self.lowercase, self.fold_digits) for w in words]
+
+    def as_dict(self) -> dict[str, bool]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> "Normalization":
+        unknown = set(data) - {"lowercase", "fold_digits"}
+        if unknown or not all(isinstance(v, bool) for v in data.values()):
+            raise DepinduceError(f"invalid normalization settings {dict(data)!r}; expected booleans "
+                                 "'lowercase' and 'fold_digits'")
+        return cls(**data)  # type: ignore[arg-type]
+
+
+def overlap_key(words: Iterable[str]) -> tuple[str, ...]:
+    """A canonical form of a sentence for leak checks: lower-cased, digits folded, only tokens with letters or digits.
+
+    Treebank punctuation (tag-based) and raw-text punctuation (shape-based) disagree on tokens such as ``$``;
+    comparing only alphanumeric tokens makes the same sentence match whichever source it came from.
+    """
+    return tuple(_normalize(w, True, True) for w in words if any(c.isalnum() for c in w))

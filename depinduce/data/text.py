@@ -1,0 +1,162 @@
+"""Raw text for unsupervised training: sentence splitting and tokenisation.
+
+nltk's punkt models are not assumed to be installed (and need a download), so sentences are split by rule:
+a blank line always ends a sentence; inside a paragraph a sentence ends at ``.``, ``!`` or ``?`` (plus any
+closing quotes or brackets) followed by whitespace and a word that starts with a capital letter, a digit or an
+opening quote/bracket — unless the period belongs to a known abbreviation (``Mr.``, ``Corp.``; ``No.`` and
+``Nov.`` only before a number), an initial (``J.``) or a dotted acronym (``U.S.``).  With ``one_per_line`` every
+non-blank line is a sentence.  Sentences are tokenised with nltk's TreebankWordTokenizer, the PTB's own
+conventions (``don't`` → ``do n't``).  NLTK corpora (``brown``) come tokenised by their makers and are taken as
+they are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+from nltk.tokenize import TreebankWordTokenizer
+
+from depinduce.data.sentence import Sentence
+from depinduce.errors import DepinduceError, InputError
+from depinduce.io.lines import display_name, read_text
+
+# Lower-cased abbreviations (without the final period) that do not end a sentence before a capitalised word.
+ABBREVIATIONS: frozenset[str] = frozenset(
+    """
+    mr mrs ms messrs dr prof sr jr st mt ft gen col lt maj sgt capt cmdr adm gov sen rep rev hon pres supt
+    insp det atty
+    inc corp co ltd bros assn dept univ
+    e.g i.e cf vs viz al
+    ave blvd rd hwy
+    calif colo conn fla ga ill ind kan ky la md mass mich minn miss mo mont neb nev okla ore pa penn tenn tex
+    va vt wash wis wyo ariz ark del
+    """.split()
+)
+
+# Abbreviations that end no sentence only before a number ("No. 5", "Nov. 29"); "said no." still ends one.
+NUMBER_ABBREVIATIONS: frozenset[str] = frozenset(
+    """
+    no nos vol vols fig figs pp ch sec art p
+    jan feb mar apr jun jul aug sep sept oct nov dec
+    """.split()
+)
+
+_CANDIDATE = re.compile(r"[.!?]+[\"'’”)\]»]*(?=\s)")
+_OPENERS = "\"'‘“([«"
+_ACRONYM = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
+_PARAGRAPH = re.compile(r"\n[ \t\r\f\v]*\n")
+_TOKENIZER = TreebankWordTokenizer()
+
+
+def _starts_sentence(text: str, pos: int) -> bool:
+    """Whether the word at ``pos`` (after whitespace) can begin a sentence: capital, digit or opening quote."""
+    while pos < len(text) and text[pos] in _OPENERS:
+        pos += 1
+    return pos < len(text) and (text[pos].isupper() or text[pos].isdigit())
+
+
+def _is_abbreviation(text: str, period: int, next_char: str) -> bool:
+    """Whether the ``.`` at ``period`` closes an abbreviation, an initial or a dotted acronym."""
+    start = period
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    word = text[start:period].lstrip(_OPENERS)
+    if not word:
+        return False
+    if len(word) == 1 and word.isalpha() and word.isupper():
+        return True
+    lower = word.lower()
+    if lower in NUMBER_ABBREVIATIONS:
+        return next_char.isdigit()
+    return lower in ABBREVIATIONS or bool(_ACRONYM.fullmatch(word))
+
+
+def split_paragraph(paragraph: str) -> list[str]:
+    """Sentences of one paragraph (line breaks inside it are spaces)."""
+    text = " ".join(paragraph.split())
+    sentences: list[str] = []
+    start = 0
+    for match in _CANDIDATE.finditer(text):
+        end = match.end()
+        if not _starts_sentence(text, end + 1):
+            continue
+        if match.group().startswith(".") and len(match.group().rstrip("\"'’”)]»")) == 1:
+            if _is_abbreviation(text, match.start(), text[end + 1]):
+                continue
+        sentences.append(text[start:end].strip())
+        start = end + 1
+    rest = text[start:].strip()
+    if rest:
+        sentences.append(rest)
+    return [s for s in sentences if s]
+
+
+def split_sentences(text: str, *, one_per_line: bool = False) -> list[str]:
+    """Sentences of a text: one per non-blank line, or by the rules in the module docstring."""
+    if one_per_line:
+        return [line.strip() for line in text.split("\n") if line.strip()]
+    return [s for paragraph in _PARAGRAPH.split(text) for s in split_paragraph(paragraph)]
+
+
+def tokenize(sentence: str) -> list[str]:
+    """Treebank tokens of one sentence."""
+    return _TOKENIZER.tokenize(sentence)
+
+
+def _line_starts(text: str, sentences: Sequence[str]) -> Iterator[int]:
+    """The 1-based line on which each sentence begins (sentences appear in order in ``text``)."""
+    pos = 0
+    line = 1
+    for sentence in sentences:
+        first = sentence.split(None, 1)[0]
+        found = text.find(first, pos)
+        if found < 0:
+            yield line
+            continue
+        line += text.count("\n", pos, found)
+        pos = found
+        yield line
+
+
+def read_text_file(path: str, *, one_per_line: bool = False) -> list[Sentence]:
+    """Tokenised sentences of a UTF-8 text file (``-`` = standard input), with their line numbers."""
+    name = display_name(path)
+    text = read_text(path)
+    if not text.strip():
+        raise InputError(name, 1, "empty file: no text")
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise InputError(name, line, "NUL byte: this looks like a binary file, not text")
+    strings = split_sentences(text, one_per_line=one_per_line)
+    sentences = []
+    for number, (string, line) in enumerate(zip(strings, _line_starts(text, strings)), start=1):
+        # Treebank rules split off only a string's final period, so a line holding several sentences is
+        # tokenised piece by piece (it stays one sentence).
+        pieces = split_paragraph(string) if one_per_line else [string]
+        words = [token for piece in pieces for token in tokenize(piece)]
+        if words:
+            sentences.append(Sentence(words=words, sent_id=f"{name}:{number}", text=string, line=line))
+    return sentences
+
+
+NLTK_CORPORA = ("brown",)
+
+
+def read_nltk_corpus(name: str) -> list[Sentence]:
+    """The sentences of an NLTK corpus (already tokenised by its makers)."""
+    if name not in NLTK_CORPORA:
+        raise DepinduceError(f"unknown NLTK corpus {name!r}; choose one of {', '.join(NLTK_CORPORA)}")
+    import nltk.corpus
+
+    corpus = getattr(nltk.corpus, name)
+    try:
+        fileids = corpus.fileids()
+    except LookupError:
+        raise DepinduceError(f"NLTK's {name} corpus is not installed: run `python -m nltk.downloader {name}`") from None
+    sentences = []
+    for fileid in fileids:
+        for number, words in enumerate(corpus.sents(fileid), start=1):
+            if words:
+                sentences.append(Sentence(words=list(words), sent_id=f"{name}/{fileid}:{number}"))
+    return sentences
