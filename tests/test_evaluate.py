@@ -248,3 +248,12 @@ def test_table_without_length_breakdown() -> None:
     text = out.getvalue()
     assert "2/2 tokens" in text and "by sentence length" not in text and "UF1" not in text
     assert "-NONE-) in 1 sentence (rule chosen" in text and "Scored: 2 tokens in 1 sentence;" in text
+
+
+def test_las_only_for_really_labelled_files() -> None:
+    gold = Sentence(words=["a", "b"], heads=[2, 0], deprels=["nsubj:pass", "root"])
+    labelled = evaluate([gold], [pred(["a", "b"], [2, 0], deprels=["nsubj", "root"])])
+    assert labelled.overall.dependency.las == 100.0
+    # an unlabelled parse written as root/dep: LAS would only repeat DDA, so it is not reported
+    unlabelled = evaluate([gold], [pred(["a", "b"], [2, 0], deprels=["dep", "root"])])
+    assert unlabelled.overall.dependency.las is None and unlabelled.metrics()["las"] is None

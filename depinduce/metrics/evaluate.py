@@ -328,9 +328,19 @@ def _has_all(sentences: Sequence[Sentence], attribute: str, path: str) -> bool:
     )
 
 
+# What an unlabelled parse writes in DEPREL (depinduce's own output, the PTB head-rule conversion).
+_UNLABELLED = frozenset({"root", "dep"})
+
+
 def _all_labelled(sentences: Sequence[Sentence]) -> bool:
-    """True when every non-empty sentence has real dependency labels (not ``_``)."""
-    return all(_present(s.deprels) for s in sentences if s.words)
+    """True when every non-empty sentence has dependency labels and the file uses more than ``root``/``dep``.
+
+    A file labelled only ``root``/``dep`` is an unlabelled parse written in CoNLL form; LAS against it would just
+    repeat DDA, so it is not reported.
+    """
+    if not all(_present(s.deprels) for s in sentences if s.words):
+        return False
+    return any(label.split(":")[0] not in _UNLABELLED for s in sentences for label in (s.deprels or ()))
 
 
 def _present(column: Sequence[str | None] | None) -> bool:
