@@ -1,0 +1,70 @@
+"""Turn head-score matrices into heads: one entry point for every decoder.
+
+All decoders take the package's score convention, an (n+1)x(n+1) matrix (torch tensor, numpy array or
+nested lists) with ``scores[d, h]`` the score of word d taking head h, column 0 = ROOT, row 0 and the diagonal
+ignored, and return heads as a list of n ints (1-based, 0 = ROOT).
+
+- ``mst``: the best single-rooted spanning tree (Chu-Liu/Edmonds with the root constraint); any tree shape.
+- ``eisner``: the best projective single-rooted tree; batched across sentences by ``decode_batch``.
+- ``argmax``: each word's best head on its own.  Fast and what some papers report, but **not necessarily a
+  tree**: it can produce cycles and several (or no) words attached to ROOT.  The metrics still score it and
+  report the share of well-formed trees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from depinduce.errors import DepinduceError
+from depinduce.structures.eisner import eisner_batch, eisner_single
+from depinduce.structures.mst import chu_liu_edmonds
+
+DECODERS = ("mst", "eisner", "argmax")
+
+
+def argmax_heads(scores: Any) -> list[int]:
+    """Each word's highest-scoring head, the diagonal excluded; ties go to the lowest position (ROOT first).
+
+    The result may not be a tree (cycles, several or no root words).  NaN scores are rejected.
+    """
+    if hasattr(scores, "detach"):
+        scores = scores.detach().cpu().numpy()
+    S = np.array(scores, dtype=np.float64, order="C")
+    if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] == 0:
+        raise ValueError(f"expected an (n+1)x(n+1) score matrix, got shape {tuple(S.shape)}")
+    if S.shape[0] == 1:
+        return []
+    body = S[1:]
+    if np.isnan(body).any():
+        raise ValueError("score matrix contains NaN")
+    N = S.shape[0]
+    S.reshape(-1)[:: N + 1] = -np.inf
+    heads: list[int] = body.argmax(axis=1).tolist()
+    return heads
+
+
+def _check_method(method: str) -> None:
+    if method not in DECODERS:
+        raise DepinduceError(f"unknown decoder {method!r}; choose one of {', '.join(DECODERS)}")
+
+
+def decode_heads(scores: Any, method: str = "mst") -> list[int]:
+    """Heads for one sentence with the chosen decoder (``mst``, ``eisner`` or ``argmax``)."""
+    _check_method(method)
+    if method == "mst":
+        return chu_liu_edmonds(scores)
+    if method == "eisner":
+        return eisner_single(scores)
+    return argmax_heads(scores)
+
+
+def decode_batch(matrices: Sequence[Any], method: str = "mst") -> list[list[int]]:
+    """Heads for many sentences; Eisner runs as padded batches of similar lengths, the others one by one."""
+    _check_method(method)
+    if method == "eisner":
+        return eisner_batch(matrices)
+    decode = chu_liu_edmonds if method == "mst" else argmax_heads
+    return [decode(m) for m in matrices]
