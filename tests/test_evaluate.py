@@ -257,3 +257,21 @@ def test_las_only_for_really_labelled_files() -> None:
     # an unlabelled parse written as root/dep: LAS would only repeat DDA, so it is not reported
     unlabelled = evaluate([gold], [pred(["a", "b"], [2, 0], deprels=["dep", "root"])])
     assert unlabelled.overall.dependency.las is None and unlabelled.metrics()["las"] is None
+
+
+def test_full_prediction_against_a_punctuation_free_gold_tree() -> None:
+    # gold .trees file: punctuation already removed; the parse output keeps ",", "US$" and "." (7 tokens)
+    gold = Sentence(words=["it", "cost", "5", "dollars"],
+                    tree=Tree.fromstring("(S (NP (PRP it)) (VP (VBD cost) (NP (CD 5) (NNS dollars))))"))
+    words = ["It", ",", "cost", "US$", "5", "dollars", "."]
+    # predicted spans over all 7 tokens: (cost US$ 5 dollars) = 2..6 and (US$ 5 dollars) = 3..6
+    p = Sentence(words=words, tree=Tree("", [Tree("", ["It", ","]), Tree("", ["cost", Tree("", ["US$", "5", "dollars"])]), "."]))
+    r = evaluate([gold], [p])
+    assert r.protocol.pred_aligned == 1
+    # after removal: pred spans {(1,4) cost 5 dollars, (2,4) 5 dollars}; (0,1) is trivial.
+    # gold spans (excluding trivial): VP (1,4), NP (2,4) -> F1 = 100
+    assert r.overall.constituency.sentence_f1 == 100.0
+    # a word the gold lacks is not punctuation: a clear error, not a silent alignment
+    bad = Sentence(words=["It", "really", "cost", "5", "dollars"], tree=Tree("", ["It", "really", "cost", "5", "dollars"]))
+    with pytest.raises(InputError, match="the prediction has 5 tokens"):
+        evaluate([gold], [bad])

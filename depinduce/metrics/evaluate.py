@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from os import PathLike
 
 from depinduce.data.normalize import Normalization
-from depinduce.data.punct import PunctRule, auto_rule, punct_mask
+from depinduce.data.punct import PunctRule, auto_rule, is_punct_form, punct_mask
 from depinduce.data.sentence import Sentence
 from depinduce.errors import DepinduceError, InputError
 from depinduce.metrics.constituency import SpanCounts, score_spans
@@ -195,22 +195,25 @@ class _SentenceScorer:
         n = sum(keep)
         protocol.gold_tokens += n_full
         protocol.removed_tokens += n_full - n
-        full = self._align(number, g, p, keep, n)
+        pred_keep = self._align(number, g, p, keep, n)
+        full = pred_keep is not None
         if n == 0:
             protocol.sentences_empty += 1
             return None
         if protocol.max_length is not None and n > protocol.max_length:
             protocol.sentences_over_max += 1
             return None
-        if full:
+        if pred_keep is keep:
             protocol.pred_full += 1
+        elif full:
+            protocol.pred_aligned += 1
         else:
             protocol.pred_stripped += 1
         scores = Scores(sentences=1, tokens=n)
         pred_heads: list[int] | None = None
         if p.heads is not None:
             self._check_heads(self.pred_name, number, p)
-            pred_heads = reattach(p.heads, keep) if full else list(p.heads)
+            pred_heads = reattach(p.heads, pred_keep) if pred_keep is not None else list(p.heads)
         if self.do_dep:
             assert g.heads is not None and pred_heads is not None
             self._check_heads(self.gold_name, number, g)
@@ -219,7 +222,7 @@ class _SentenceScorer:
             if self.labelled:
                 assert g.deprels is not None and p.deprels is not None
                 gold_labels = _kept(g.deprels, keep)
-                pred_labels = _kept(p.deprels, keep) if full else list(p.deprels)
+                pred_labels = _kept(p.deprels, pred_keep) if pred_keep is not None else list(p.deprels)
             scores.dependency = score_heads(
                 gold_heads,
                 pred_heads,
@@ -234,7 +237,7 @@ class _SentenceScorer:
             gold_spans = scored_spans(gold_labelled, n)
             if p.tree is not None:
                 pred_all = self._tree_spans(self.pred_name, number, p)
-                pred_spans = scored_spans(restrict_spans(pred_all, keep) if full else pred_all, n)
+                pred_spans = scored_spans(restrict_spans(pred_all, pred_keep) if pred_keep is not None else pred_all, n)
             else:
                 assert pred_heads is not None
                 pred_spans = {(a, b) for a, b in subtree_spans(pred_heads) if b - a > 1 and b - a < n}
@@ -256,25 +259,55 @@ class _SentenceScorer:
         mask = punct_mask(g.words, rule=chosen, xpos=xpos, upos=g.upos)
         return [not is_punct for is_punct in mask]
 
-    def _align(self, number: int, g: Sentence, p: Sentence, keep: list[bool], n: int) -> bool:
-        """Check the predicted tokens against the gold ones; True when the prediction covers the full sequence."""
+    def _align(self, number: int, g: Sentence, p: Sentence, keep: list[bool], n: int) -> list[bool] | None:
+        """Check the predicted tokens against the gold ones.
+
+        Returns which predicted tokens are scored: ``keep`` itself for a prediction over the full gold sequence, an
+        alignment mask for a longer prediction whose extra tokens are punctuation, None for a prediction over the
+        punctuation-free sequence (nothing to remove).
+        """
         n_full = len(g.words)
         if len(p.words) == n_full:
-            full, expected = True, g.words
-        elif len(p.words) == n:
-            full, expected = False, _kept(g.words, keep)
-        else:
-            candidates = [g.words, _kept(g.words, keep)]
-            where = max(_first_difference(p.words, c) for c in candidates)
-            detail = ""
-            if where < len(p.words):
-                detail = f"; the first unexpected token is {where + 1} '{p.words[where]}'"
-            raise InputError(
-                self.pred_name,
-                p.line,
-                f"sentence {number}{_sent_id(g)}: the prediction has {len(p.words)} tokens but the gold "
-                f"({self.gold_name}) has {n_full}, {n} without punctuation{detail}",
-            )
+            self._check_forms(number, g, p, g.words, full=True)
+            return keep
+        if len(p.words) == n:
+            self._check_forms(number, g, p, _kept(g.words, keep), full=False)
+            return None
+        aligned = self._align_extra_punct(p.words, _kept(g.words, keep)) if len(p.words) > n_full else None
+        if aligned is not None:
+            return aligned
+        candidates = [g.words, _kept(g.words, keep)]
+        where = max(_first_difference(p.words, c) for c in candidates)
+        detail = ""
+        if where < len(p.words):
+            detail = f"; the first unexpected token is {where + 1} '{p.words[where]}'"
+        raise InputError(
+            self.pred_name,
+            p.line,
+            f"sentence {number}{_sent_id(g)}: the prediction has {len(p.words)} tokens but the gold "
+            f"({self.gold_name}) has {n_full}, {n} without punctuation{detail}",
+        )
+
+    def _align_extra_punct(self, predicted: Sequence[str], expected: Sequence[str]) -> list[bool] | None:
+        """Match ``expected`` in order inside ``predicted``, skipping only tokens that can be punctuation."""
+        mask: list[bool] = []
+        k = 0
+        normalised = 0
+        for form in predicted:
+            if k < len(expected) and _same_form(form, expected[k]):
+                normalised += form.lower() != expected[k].lower()
+                mask.append(True)
+                k += 1
+            elif _removable(form):
+                mask.append(False)
+            else:
+                return None
+        if k != len(expected):
+            return None
+        self.protocol.normalised_matches += normalised
+        return mask
+
+    def _check_forms(self, number: int, g: Sentence, p: Sentence, expected: Sequence[str], *, full: bool) -> None:
         for i, (pf, gf) in enumerate(zip(p.words, expected)):
             if pf.lower() == gf.lower():
                 continue
@@ -288,7 +321,6 @@ class _SentenceScorer:
                 f"sentence {number}{_sent_id(g)}: token {i + 1}{which} is '{pf}' in the prediction but "
                 f"'{gf}' in the gold ({self.gold_name})",
             )
-        return full
 
     @staticmethod
     def _check_heads(path: str, number: int, s: Sentence) -> None:
@@ -350,6 +382,17 @@ def _present(column: Sequence[str | None] | None) -> bool:
 def _annotation(heads: bool, trees: bool) -> str:
     kinds = [name for name, has in (("heads", heads), ("trees", trees)) if has]
     return " and ".join(kinds) if kinds else "neither heads nor trees"
+
+
+def _removable(form: str) -> bool:
+    """A token the PTB word-tag filter could have removed: no letter or digit, or a currency token (``US$``,
+    tagged ``$``)."""
+    return is_punct_form(form) or not any(ch.isalnum() for ch in form) or "$" in form or "#" in form
+
+
+def _same_form(predicted: str, gold: str) -> bool:
+    """Forms match case-insensitively, or the prediction is the models' normalisation of the gold form."""
+    return predicted.lower() == gold.lower() or predicted.lower() == model_view(gold)
 
 
 def _kept(values: Sequence[str], keep: Sequence[bool]) -> list[str]:

@@ -39,7 +39,10 @@ REATTACH_TEXT = (
 ALIGNMENT_TEXT = (
     "Predictions may cover the full token sequence (the gold's removal and re-attachment are then applied to "
     "them) or the punctuation-free sequence; forms must match case-insensitively, where a predicted form may also "
-    "be the models' normalisation of the gold form (digit runs -> N, spaces -> _)."
+    "be the models' normalisation of the gold form (digit runs -> N, spaces -> _). A prediction with more tokens "
+    "than the gold's full sequence (e.g. parse output with punctuation against the punctuation-free .trees) is "
+    "aligned in order: predicted tokens the gold lacks that have no letter or digit (or are currency tokens such "
+    "as US$) are removed, with re-attachment, as punctuation."
 )
 
 KEEP_PUNCT_TEXT = "Every token is scored (--keep-punct), as UD's CoNLL 2018 scorer does."
@@ -110,6 +113,7 @@ class Protocol:
     scored_tokens: int = 0
     pred_full: int = 0
     pred_stripped: int = 0
+    pred_aligned: int = 0
     normalised_matches: int = 0
     dependency: bool = False
     labelled: bool = False
@@ -136,7 +140,7 @@ class Protocol:
             lines.append(ALIGNMENT_TEXT)
             lines.append(
                 f"Predictions over the full sequence: {self.pred_full} sentences; already punctuation-free: "
-                f"{self.pred_stripped}; tokens matched only in the models' normalisation: {self.normalised_matches}."
+                f"{self.pred_stripped}; aligned to a punctuation-free gold: {self.pred_aligned}; tokens matched only in the models' normalisation: {self.normalised_matches}."
             )
         subset = ""
         if self.max_length is not None:
@@ -176,6 +180,7 @@ class Protocol:
             "scored_tokens": self.scored_tokens,
             "pred_full": self.pred_full,
             "pred_stripped": self.pred_stripped,
+            "pred_aligned": self.pred_aligned,
             "normalised_matches": self.normalised_matches,
             "uf1_from_heads": self.uf1_from_heads,
             "description": self.describe(),
