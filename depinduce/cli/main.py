@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -11,8 +12,28 @@ from depinduce.cli.common import UserError
 from depinduce.errors import DepinduceError
 
 
+# Subcommands are imported only when used, so `depinduce eval` never pays for importing torch.
+_COMMANDS: dict[str, str] = {
+    "models": "depinduce.cli.models:models_command",
+    "parse": "depinduce.cli.parse:parse_command",
+    "eval": "depinduce.cli.eval:eval_command",
+    "preprocess": "depinduce.cli.preprocess:preprocess",
+    "train": "depinduce.cli.train:train_command",
+}
+
+
 class _Group(click.Group):
-    """Turns every :class:`DepinduceError` into its one-line message and exit code 2."""
+    """Loads subcommands lazily and turns every :class:`DepinduceError` into one line and exit code 2."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = _COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attribute = target.split(":")
+        return getattr(importlib.import_module(module_name), attribute)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -25,19 +46,6 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="depinduce")
 def cli() -> None:
     """Induce syntax from raw text, parse into CoNLL-U / CoNLL-X / brackets, and score parses."""
-
-
-def _register() -> None:
-    from depinduce.cli.eval import eval_command
-    from depinduce.cli.models import models_command
-    from depinduce.cli.parse import parse_command
-    from depinduce.cli.preprocess import preprocess
-
-    for command in (models_command, parse_command, eval_command, preprocess):
-        cli.add_command(command)
-
-
-_register()
 
 
 def main() -> None:
