@@ -1,0 +1,41 @@
+"""``depinduce train``: options in, :func:`depinduce.training.engine.train` out.
+
+The same command trains on one process or, launched by ``torchrun --nproc_per_node N``, with DDP on N ranks.
+Errors are :class:`~depinduce.errors.DepinduceError` and become one line on stderr (exit code 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from depinduce.training.engine import TrainOptions, train
+
+
+@click.command("train")
+@click.option("--model", "model", default=None, metavar="NAME",
+              help="Registered backend to train (`depinduce models`); may come from the recipe's 'model' key.")
+@click.option("--data", "data_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Data folder made by `depinduce preprocess` (train.txt, vocab.json, dev.* when present).")
+@click.option("--out", "run_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Run directory: config.yaml, vocab.json, model.pt, last.pt, metrics.jsonl, manifest.json.")
+@click.option("--recipe", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="YAML recipe (keys model, model_config, train); see recipes/.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a recipe value, e.g. --set lr=1e-3 --set model_config.n_layers=4. Repeatable.")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for torch (per rank).")
+@click.option("--seed", type=int, default=None, help="Random seed (default: the recipe's train.seed, else 0).")
+@click.option("--resume", is_flag=True, help="Continue the run in --out from its last.pt.")
+@click.option("--max-time", type=click.FloatRange(min=0, min_open=True), default=None, metavar="MINUTES",
+              help="Stop cleanly (evaluated and checkpointed) before this many minutes have passed.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or summaries on stderr.")
+@click.option("--force", is_flag=True, help="Start over in an existing run directory (its run files are replaced).")
+def train_command(model: str | None, data_dir: Path, run_dir: Path, recipe: Path | None, overrides: tuple[str, ...],
+                  device: str, threads: int | None, seed: int | None, resume: bool, max_time: float | None,
+                  quiet: bool, force: bool) -> None:
+    """Train a neural backend on a preprocessed data folder."""
+    train(TrainOptions(data_dir=data_dir, run_dir=run_dir, model=model, recipe=recipe, overrides=overrides,
+                       device=device, threads=threads, seed=seed, resume=resume, max_time=max_time, quiet=quiet,
+                       force=force))

@@ -1,0 +1,398 @@
+"""Training recipes: YAML files of model hyperparameters and optimisation settings, ``--set`` overrides, type checks.
+
+A recipe (and the ``config.yaml`` a run writes, so a run's config is itself a valid recipe) has three keys::
+
+    model: structformer          # optional; the backend's registry name (--model wins when it agrees)
+    model_config: {n_layers: 8}  # the backend's hyperparameter dataclass fields
+    train: {lr: 3.0e-4}          # the fields of :class:`TrainConfig`
+
+Every value is checked against the declared type of its field, so a typo or a wrong type is a one-line error
+before any work starts rather than a crash (or a silently ignored key) an hour into training.  Floats are also
+accepted as strings because PyYAML reads ``3e-4`` (no decimal point) as a string, a classic recipe trap.
+
+``--set KEY=VALUE`` addresses ``train.KEY`` or ``model_config.KEY``; a bare ``KEY`` is resolved to whichever of
+the two declares it (a name both declare must be qualified).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from depinduce.errors import DepinduceError, InputError
+
+SelectMetric = Literal[
+    "dev_loss", "dev_ppl", "dev_dda", "dev_uda", "dev_root_accuracy", "dev_uf1", "dev_uf1_corpus",
+    "train_loss",
+]
+# Metrics where a lower value is better; every other selectable metric is a percentage where higher is better.
+LOWER_IS_BETTER = frozenset({"dev_loss", "dev_ppl", "train_loss"})
+DEPENDENCY_METRICS = frozenset({"dev_dda", "dev_uda", "dev_root_accuracy"})
+CONSTITUENCY_METRICS = frozenset({"dev_uf1", "dev_uf1_corpus"})
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation settings; the defaults are StructFormer's paper setting (see design/models.md)."""
+
+    epochs: int = 100
+    # Padded tokens per batch (sentences x longest sentence); a longer sentence than this forms its own batch.
+    batch_tokens: int = 4096
+    # Training sentences longer than this many words are skipped (dev is never filtered).
+    max_length: int | None = None
+    mask_rate: float = 0.3
+    # Dev masks are drawn once from this seed, so dev perplexity is comparable across epochs and runs.
+    dev_mask_seed: int = 1234
+    optimizer: Literal["adam", "adamw"] = "adam"
+    lr: float = 3e-4
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-9
+    weight_decay: float = 1.2e-6
+    # Maximum global gradient norm; null disables clipping.
+    clip: float | None = 0.25
+    # plateau: ReduceLROnPlateau on the dev loss after each evaluation; linear: warmup then linear decay to
+    # min_lr at the last step; constant: no schedule.
+    schedule: Literal["plateau", "linear", "constant"] = "plateau"
+    plateau_factor: float = 0.5
+    plateau_patience: int = 2
+    warmup_steps: int = 0
+    min_lr: float = 0.0
+    # The metric that picks model.pt; patience = evaluations without improvement before stopping (null: never).
+    select: SelectMetric = "dev_ppl"
+    patience: int | None = None
+    # Evaluate every N optimiser steps as well as after every epoch (0: after epochs only).
+    eval_every: int = 0
+    # Write last.pt every N optimiser steps as well as after every epoch (0: after epochs only).
+    checkpoint_every: int = 0
+    # Parsing metrics on dev (when dev has gold trees): the decoder, and whether to compute them at all.
+    decoder: Literal["mst", "eisner", "argmax"] = "mst"
+    dev_parse: bool = True
+    seed: int = 0
+    # DDP only: set when the backend has parameters that some batches do not use.
+    find_unused_parameters: bool = False
+
+    def validate(self, where: str) -> None:
+        """Range checks the types cannot express."""
+        problems = []
+        for name in ("epochs", "batch_tokens"):
+            if getattr(self, name) < 1:
+                problems.append(f"{name} must be at least 1")
+        if self.max_length is not None and self.max_length < 1:
+            problems.append("max_length must be at least 1 (or null)")
+        if not 0.0 < self.mask_rate < 1.0:
+            problems.append("mask_rate must be between 0 and 1")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            problems.append("lr must be positive")
+        if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
+            problems.append("beta1 and beta2 must be in [0, 1)")
+        if self.eps <= 0 or self.weight_decay < 0 or self.min_lr < 0:
+            problems.append("eps must be positive; weight_decay and min_lr must not be negative")
+        if self.clip is not None and self.clip <= 0:
+            problems.append("clip must be positive (or null for no clipping)")
+        if not 0 < self.plateau_factor < 1 or self.plateau_patience < 0:
+            problems.append("plateau_factor must be in (0, 1) and plateau_patience at least 0")
+        for name in ("warmup_steps", "eval_every", "checkpoint_every"):
+            if getattr(self, name) < 0:
+                problems.append(f"{name} must not be negative")
+        if self.patience is not None and self.patience < 1:
+            problems.append("patience must be at least 1 (or null)")
+        if problems:
+            raise DepinduceError(f"{where}: {'; '.join(problems)}")
+
+
+@dataclass
+class ResolvedConfig:
+    """A recipe with every default filled in: what ``config.yaml`` records and what the engine runs."""
+
+    model: str
+    model_config: dict[str, Any]
+    train: TrainConfig
+
+    def to_yaml(self) -> str:
+        data = {"model": self.model, "model_config": _plain(self.model_config),
+                "train": _plain(dataclasses.asdict(self.train))}
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+# ------------------------------------------------------------------------------------------ type checking
+
+
+def describe(annotation: Any) -> str:
+    """A type annotation in words, for error messages."""
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(c) for c in typing.get_args(annotation))
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(annotation)
+        parts = [describe(a) for a in args if a is not type(None)]
+        return " or ".join(parts) + (" or null" if type(None) in args else "")
+    if origin in (list, tuple, Sequence):
+        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        inner = describe(args[0]) if args else "values"
+        return f"a list of {inner}"
+    if annotation is float:
+        return "a number"
+    if annotation is int:
+        return "an integer"
+    if annotation is bool:
+        return "true or false"
+    if annotation is str:
+        return "a string"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+class _Mismatch(Exception):
+    """Raised inside :func:`check_value` when a value does not fit; turned into a one-line error by the caller."""
+
+
+def check_value(value: Any, annotation: Any) -> Any:
+    """``value`` converted to ``annotation`` when it fits exactly (ints widen to floats), else :class:`_Mismatch`."""
+    if annotation is Any:
+        return value
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        # compare types too: True == 1 must not let a boolean pass for an integer choice
+        if any(type(c) is type(value) and c == value for c in typing.get_args(annotation)):
+            return value
+        raise _Mismatch
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(annotation)
+        if value is None:
+            if type(None) in args:
+                return None
+            raise _Mismatch
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return check_value(value, arg)
+            except _Mismatch:
+                continue
+        raise _Mismatch
+    if origin in (list, tuple, Sequence):
+        if not isinstance(value, (list, tuple)):
+            raise _Mismatch
+        args = [a for a in typing.get_args(annotation) if a is not Ellipsis] or [Any]
+        if origin is tuple and Ellipsis not in typing.get_args(annotation) and len(args) > 1:
+            if len(value) != len(args):
+                raise _Mismatch
+            return tuple(check_value(v, a) for v, a in zip(value, args))
+        items = [check_value(v, args[0]) for v in value]
+        return tuple(items) if origin is tuple else items
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        raise _Mismatch
+    if annotation is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise _Mismatch
+    if annotation is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                raise _Mismatch from None
+        raise _Mismatch
+    if annotation is str:
+        if isinstance(value, str):
+            return value
+        raise _Mismatch
+    if annotation is dict or origin is dict:
+        if isinstance(value, dict):
+            return value
+        raise _Mismatch
+    raise _Mismatch
+
+
+def _accepts_str(annotation: Any) -> bool:
+    if annotation is str:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_accepts_str(a) for a in typing.get_args(annotation))
+    return False
+
+
+def parse_text_value(raw: str, annotation: Any) -> Any:
+    """A command-line value as ``annotation``: YAML syntax (``null``, ``true``, ``[1, 2]``), except that a field
+    that takes strings keeps the raw text (so ``--set name=123`` stays the string ``"123"``)."""
+    if _accepts_str(annotation) and raw.strip().lower() not in ("null", "~", "none"):
+        return raw
+    if raw.strip().lower() == "none":
+        return None
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+
+
+def field_types(config_class: type) -> dict[str, Any]:
+    """Declared types of a hyperparameter dataclass's fields (string annotations resolved)."""
+    try:
+        hints = typing.get_type_hints(config_class)
+    except Exception:  # an unresolvable annotation: fall back to accepting anything for that class
+        hints = {}
+    return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(config_class)}
+
+
+def _checked(values: Mapping[str, Any], types_: Mapping[str, Any], section: str, where: str) -> dict[str, Any]:
+    unknown = sorted(set(values) - set(types_))
+    if unknown:
+        raise DepinduceError(
+            f"{where}: unknown {section} key(s) {', '.join(unknown)}; known: {', '.join(sorted(types_))}"
+        )
+    out = {}
+    for key, value in values.items():
+        try:
+            out[key] = check_value(value, types_[key])
+        except _Mismatch:
+            raise DepinduceError(
+                f"{where}: {section}.{key} must be {describe(types_[key])}, not {value!r}"
+            ) from None
+    return out
+
+
+# ---------------------------------------------------------------------------------------- recipe loading
+
+
+TOP_KEYS = ("model", "model_config", "train")
+
+
+def load_recipe(path: str | Path) -> dict[str, Any]:
+    """Read a recipe file into its raw mapping (``model`` / ``model_config`` / ``train``), checking its shape."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DepinduceError(f"{path}: cannot read recipe ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError:
+        raise InputError(path, None, "recipe is not valid UTF-8") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or exc.__class__.__name__
+        raise InputError(path, line, f"not valid YAML: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError(path, None, "a recipe must be a mapping with keys model, model_config, train")
+    unknown = sorted(set(data) - set(TOP_KEYS))
+    if unknown:
+        raise InputError(path, None, f"unknown top-level key(s) {', '.join(map(str, unknown))}; "
+                                     f"a recipe has {', '.join(TOP_KEYS)}")
+    if data.get("model") is not None and not isinstance(data["model"], str):
+        raise InputError(path, None, "'model' must be a backend name")
+    for section in ("model_config", "train"):
+        if data.get(section) is None:
+            data[section] = {}
+        elif not isinstance(data[section], dict):
+            raise InputError(path, None, f"'{section}' must be a mapping of keys to values")
+    return data
+
+
+def parse_override(item: str) -> tuple[str, str]:
+    """``KEY=VALUE`` → (KEY, VALUE); anything else is a one-line error."""
+    key, sep, value = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise DepinduceError(f"--set expects KEY=VALUE, not {item!r}")
+    return key, value
+
+
+def resolve_config(
+    *,
+    model_name: str | None,
+    model_config_class: type,
+    recipe: Mapping[str, Any] | None = None,
+    overrides: Sequence[str] = (),
+    seed: int | None = None,
+    where: str = "recipe",
+) -> ResolvedConfig:
+    """Recipe + ``--set`` overrides + ``--seed`` → a fully typed :class:`ResolvedConfig` (defaults filled in)."""
+    recipe = dict(recipe or {})
+    recipe_model = recipe.get("model")
+    name = model_name or recipe_model
+    if name is None:
+        raise DepinduceError("no model given: pass --model NAME or a recipe with a 'model' key")
+    if recipe_model is not None and model_name is not None and recipe_model != model_name:
+        raise DepinduceError(f"{where} is for model '{recipe_model}' but --model is '{model_name}'")
+    model_types = field_types(model_config_class)
+    train_types = field_types(TrainConfig)
+    model_values = _checked(recipe.get("model_config") or {}, model_types, "model_config", where)
+    train_values = _checked(recipe.get("train") or {}, train_types, "train", where)
+    for item in overrides:
+        key, raw = parse_override(item)
+        section, field_name = _locate(key, model_types, train_types)
+        types_ = model_types if section == "model_config" else train_types
+        value = parse_text_value(raw, types_[field_name])
+        checked = _checked({field_name: value}, types_, section, f"--set {item}")
+        (model_values if section == "model_config" else train_values).update(checked)
+    if seed is not None:
+        train_values["seed"] = seed
+    train = TrainConfig(**train_values)
+    train.validate(where)
+    try:
+        model_config = model_config_class(**model_values)
+    except (TypeError, ValueError) as exc:
+        raise DepinduceError(f"{where}: invalid model_config ({exc})") from exc
+    return ResolvedConfig(name, _plain(dataclasses.asdict(model_config)), train)
+
+
+def _locate(key: str, model_types: Mapping[str, Any], train_types: Mapping[str, Any]) -> tuple[str, str]:
+    """Which section a ``--set`` key addresses."""
+    section, dot, rest = key.partition(".")
+    if dot:
+        if section not in ("train", "model_config"):
+            raise DepinduceError(f"--set {key}: the prefix must be 'train.' or 'model_config.'")
+        types_ = train_types if section == "train" else model_types
+        if rest not in types_:
+            raise DepinduceError(f"--set {key}: unknown {section} key '{rest}'; known: {', '.join(sorted(types_))}")
+        return section, rest
+    in_train, in_model = key in train_types, key in model_types
+    if in_train and in_model:
+        raise DepinduceError(f"--set {key}: both a training and a model key; write train.{key} or model_config.{key}")
+    if in_train:
+        return "train", key
+    if in_model:
+        return "model_config", key
+    raise DepinduceError(
+        f"--set {key}: unknown key; training keys: {', '.join(sorted(train_types))}; "
+        f"model keys: {', '.join(sorted(model_types)) or 'none'}"
+    )
+
+
+def _plain(value: Any) -> Any:
+    """Tuples → lists (safe YAML has no tuples), recursively; everything else unchanged."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def load_run_config(run_dir: Path, model_config_class_for: Any) -> ResolvedConfig:
+    """Re-read a run's ``config.yaml`` (for ``--resume``), with the same checks as a recipe.
+
+    ``model_config_class_for`` maps the recorded model name to its hyperparameter dataclass.
+    """
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        raise DepinduceError(f"{run_dir}: not a run directory (no config.yaml); nothing to resume")
+    data = load_recipe(path)
+    if not data.get("model"):
+        raise DepinduceError(f"{path}: no 'model' key naming the backend")
+    return resolve_config(model_name=data["model"], model_config_class=model_config_class_for(data["model"]),
+                          recipe=data, where=str(path))

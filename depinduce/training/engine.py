@@ -1,0 +1,605 @@
+"""The training loop every neural backend shares.
+
+One epoch = the shuffled, length-bucketed batches of ``train.txt`` (see :mod:`.batching`); one optimiser step =
+one batch per rank.  After every epoch (and every ``eval_every`` steps) the engine measures dev loss/perplexity
+with fixed dev masks and, when dev has gold trees, the parsing metrics through ``parse`` + ``evaluate``; it
+appends them to ``metrics.jsonl``, keeps the best model by ``select`` in ``model.pt``, steps a plateau schedule,
+and stops early after ``patience`` evaluations without improvement.  ``last.pt`` is written after every epoch,
+every ``checkpoint_every`` steps and when training stops (``--max-time``, SIGTERM/SIGINT).
+
+What a resume guarantees: it continues at the exact step the checkpoint recorded, with the model, optimiser,
+schedule, random states (so the same masks and dropout), batch order, best metric and early-stopping counter of
+that moment.  On the same device type and thread count, a killed-and-resumed CPU run ends with bitwise the same
+parameters as an uninterrupted run with the same seed (the tests check this); GPU kernels may be
+nondeterministic, so there the guarantee is the position and state, not the last bit.  ``--max-time`` is a
+budget per invocation (a resumed run gets a fresh one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import signal
+import sys
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import click
+import torch
+from tqdm import tqdm
+
+from depinduce.data.vocab import Vocab
+from depinduce.errors import DepinduceError
+from depinduce.models.neural import NeuralBackend
+from depinduce.models.registry import backend_class
+from depinduce.training import batching, distributed
+from depinduce.training.checkpoint import (
+    FORMAT, VERSION, atomic_torch_save, capture_rng, cpu_state_dict, load_train_state, restore_rng, save_model,
+    state_digest,
+)
+from depinduce.training.config import LOWER_IS_BETTER, ResolvedConfig, load_recipe, load_run_config, resolve_config
+from depinduce.training.evaluation import DevTreebank, check_selectable, parsing_metrics
+from depinduce.training.objectives import LossModule, Objective, fixed_masks, objective_for
+from depinduce.training.optim import Schedule, build_optimizer, clip_gradients
+from depinduce.training.run import RunDir, check_run_dir, clear_run_files, command_line
+
+Log = Callable[[str], None]
+
+
+def _stderr(message: str) -> None:
+    click.echo(message, err=True)
+
+
+@dataclass
+class TrainOptions:
+    """What ``depinduce train`` was asked to do (the CLI's options, as the library takes them)."""
+
+    data_dir: Path
+    run_dir: Path
+    model: str | None = None
+    recipe: Path | None = None
+    overrides: tuple[str, ...] = ()
+    device: str = "auto"
+    threads: int | None = None
+    seed: int | None = None
+    resume: bool = False
+    max_time: float | None = None  # minutes
+    quiet: bool = False
+    force: bool = False
+    command: list[str] | None = None
+
+
+@dataclass
+class TrainResult:
+    """How a training invocation ended."""
+
+    run_dir: Path
+    reason: str  # completed | early_stop | max_time | signal
+    step: int
+    epoch: int
+    select: str
+    best: float | None
+    last_metrics: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Progress:
+    """Where training stands; stored in ``last.pt`` as plain numbers."""
+
+    epoch: int = 0  # epochs completed
+    batches_done: int = 0  # batches of the current epoch's order already consumed (all ranks)
+    step: int = 0  # optimiser steps overall
+    best: float | None = None
+    best_step: int | None = None
+    bad_evals: int = 0
+    evaluations: int = 0
+    stopped_early: bool = False
+    train_seconds: float = 0.0
+    # training statistics since the last evaluation (summed over ranks at evaluation time)
+    nll_sum: float = 0.0
+    predicted: float = 0.0
+    tokens: float = 0.0
+    seconds: float = 0.0
+
+
+def derived_seed(seed: int, purpose: str, rank: int = 0) -> int:
+    """Independent seeds for independent streams (model init, dropout per rank, masks per rank)."""
+    digest = hashlib.sha256(f"{seed}:{purpose}:{rank}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def trainable_class(name: str) -> type[NeuralBackend]:
+    """The registered backend ``name``, which must be a trainable neural backend."""
+    cls = backend_class(name)
+    if not (isinstance(cls, type) and issubclass(cls, NeuralBackend)) or not cls.capabilities.trainable:
+        raise DepinduceError(f"model '{name}' is not trainable; `depinduce models` lists which ones are")
+    return cls
+
+
+class _StopSignal:
+    """SIGTERM/SIGINT ask for a clean stop at the next step (a second SIGINT interrupts at once)."""
+
+    def __init__(self) -> None:
+        self.received: str | None = None
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        previous: dict[int, Any] = {}
+
+        def handler(signum: int, frame: Any) -> None:
+            if self.received is not None and signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            self.received = signal.Signals(signum).name
+
+        try:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                previous[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread: no handlers, the default behaviour stays
+            pass
+        try:
+            yield
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+
+
+def train(options: TrainOptions, log: Log = _stderr) -> TrainResult:
+    """Train (or resume) one run; joins the torchrun process group when launched under torchrun."""
+    if options.max_time is not None and not options.max_time > 0:
+        raise DepinduceError("--max-time must be a positive number of minutes")
+    if options.threads is not None and options.threads < 1:
+        raise DepinduceError("--threads must be at least 1")
+    context = distributed.setup(options.device)
+    try:
+        trainer = Trainer(options, context, log if (context.is_main and not options.quiet) else (lambda _: None))
+        return trainer.run()
+    finally:
+        distributed.teardown(context)
+
+
+class Trainer:
+    """One training invocation: setup (fresh or resumed), the loop, evaluation and checkpoints."""
+
+    def __init__(self, options: TrainOptions, context: distributed.DistContext, log: Log) -> None:
+        self.options = options
+        self.context = context
+        self.log = log
+        self.started = time.monotonic()
+        self.deadline = None if options.max_time is None else self.started + options.max_time * 60.0
+        if options.threads is not None:
+            torch.set_num_threads(options.threads)
+        self.run_dir = RunDir(Path(options.run_dir))
+        self.data_dir = Path(options.data_dir)
+        if not (self.data_dir / "train.txt").is_file():
+            raise DepinduceError(f"{self.data_dir}: no train.txt; make the data folder with `depinduce preprocess`")
+        check_run_dir(self.run_dir.path, force=options.force, resume=options.resume)
+        context.barrier()  # every rank has checked before rank 0 creates anything
+        self.config = self._resolve_config()
+        self.train_config = self.config.train
+        self.model_class = trainable_class(self.config.model)
+        vocab_path = self.run_dir.vocab if options.resume else self.data_dir / "vocab.json"
+        self.vocab = Vocab.load(vocab_path)
+
+        self.objective: Objective = objective_for(self.model_class.capabilities.objective,
+                                                  mask_rate=self.train_config.mask_rate)
+        if self.objective.needs_gold:
+            raise DepinduceError(
+                f"model '{self.config.model}' is trained on gold trees (objective '{self.objective.name}'); "
+                "depinduce train reads model-view text only and cannot train it"
+            )
+        self._load_data()
+        self._build_model()
+        self.progress = Progress()
+        self.order: list[list[int]] | None = None  # the current epoch's batch order once chosen
+        self.last_eval_seconds: float | None = None
+        self.last_checkpoint_seconds: float | None = None
+        self.last_record: dict[str, Any] = {}
+        self.stop = _StopSignal()
+        self._prepare_run_dir()
+        if options.resume:
+            self._resume()
+
+    # ------------------------------------------------------------------------------------------- setup
+
+    def _resolve_config(self) -> ResolvedConfig:
+        options = self.options
+        if options.resume:
+            if options.recipe is not None or options.overrides or options.seed is not None:
+                raise DepinduceError("--resume continues with the run's own config.yaml; "
+                                     "--recipe, --set and --seed cannot change it")
+            config = load_run_config(self.run_dir.path, lambda name: trainable_class(name).config_class)
+            if options.model is not None and options.model != config.model:
+                raise DepinduceError(f"{self.run_dir.config} is a '{config.model}' run, not '{options.model}'")
+            return config
+        recipe = load_recipe(options.recipe) if options.recipe is not None else {}
+        name = options.model or recipe.get("model")
+        if name is None:
+            raise DepinduceError("no model given: pass --model NAME or a recipe with a 'model' key")
+        return resolve_config(model_name=options.model, model_config_class=trainable_class(name).config_class,
+                              recipe=recipe, overrides=options.overrides, seed=options.seed,
+                              where=str(options.recipe or "recipe"))
+
+    def _load_data(self) -> None:
+        cfg = self.train_config
+        self.train_rows = batching.read_corpus(self.data_dir / "train.txt", self.vocab)
+        self.train_lengths = [len(r) for r in self.train_rows]
+        usable = [n for n in self.train_lengths if cfg.max_length is None or n <= cfg.max_length]
+        if not usable:
+            raise DepinduceError(f"no training sentence has at most max_length={cfg.max_length} words")
+        self.n_batches = len(batching.epoch_order(self.train_lengths, cfg.batch_tokens, seed=cfg.seed, epoch=0,
+                                                  max_length=cfg.max_length))
+        self.steps_per_epoch = batching.steps_per_epoch(self.n_batches, self.context.world_size)
+        if self.steps_per_epoch < 1:
+            raise DepinduceError(f"{self.n_batches} batch(es) per epoch for {self.context.world_size} ranks; "
+                                 "lower batch_tokens or use fewer ranks")
+        dev_path = self.data_dir / "dev.txt"
+        self.dev_rows = batching.read_corpus(dev_path, self.vocab) if dev_path.is_file() else None
+        self.dev_masks = None
+        if self.dev_rows is not None and self.objective.name == "mlm":
+            self.dev_masks = fixed_masks(self.dev_rows, cfg.mask_rate, cfg.dev_mask_seed)
+        self.dev_treebank = DevTreebank.load(self.data_dir) if cfg.dev_parse else DevTreebank()
+        available = self.dev_treebank.available(self.model_class)
+        if self.dev_rows is None and cfg.select == "dev_ppl":
+            self.select = "train_loss"
+            self.log("note: the data folder has no dev.txt; the best model is chosen by training loss")
+        else:
+            check_selectable(cfg.select, available, has_dev_text=self.dev_rows is not None)
+            self.select = cfg.select
+        if self.select == "dev_ppl" and not self.objective.reports_perplexity:
+            self.select = "dev_loss"
+
+    def _build_model(self) -> None:
+        cfg = self.train_config
+        torch.manual_seed(derived_seed(cfg.seed, "init"))
+        model = self.model_class.from_config(self.config.model_config, self.vocab, where=str(self.run_dir.config))
+        self.objective.check_model(model)
+        self.model = model.to(self.context.device)
+        self.model.train()
+        # dropout and masks differ per rank (each rank sees different batches); init is identical everywhere
+        torch.manual_seed(derived_seed(cfg.seed, "dropout", self.context.rank))
+        self.mask_generator = torch.Generator().manual_seed(derived_seed(cfg.seed, "mask", self.context.rank))
+        self.loss_module = LossModule(self.model, self.objective)
+        self.wrapped = distributed.wrap(self.loss_module, self.context,
+                                        find_unused_parameters=cfg.find_unused_parameters)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = build_optimizer(self.params, cfg)
+        self.schedule = Schedule(self.optimizer, cfg, cfg.epochs * self.steps_per_epoch)
+
+    def _prepare_run_dir(self) -> None:
+        """Rank 0 lays out (or reopens) the run directory; the other ranks wait for it."""
+        ctx = self.context
+        if ctx.is_main:
+            if not self.options.resume:
+                if self.options.force and self.run_dir.path.is_dir():
+                    clear_run_files(self.run_dir.path)
+                self.run_dir.create(self.config.to_yaml(), self.data_dir)
+        ctx.barrier()
+
+    def _resume(self) -> None:
+        state = load_train_state(self.run_dir.last)
+        try:
+            self.model.load_state_dict(state["model"])
+        except RuntimeError as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise DepinduceError(f"{self.run_dir.last}: does not fit the configured model ({first})") from exc
+        try:
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.schedule.load_state_dict(state["schedule"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DepinduceError(f"{self.run_dir.last}: optimiser state does not fit ({exc})") from exc
+        progress = state["progress"]
+        try:
+            self.progress = Progress(**progress)
+        except TypeError as exc:
+            raise DepinduceError(f"{self.run_dir.last}: unexpected progress record ({exc})") from exc
+        position = state["position"]
+        if position.get("order") is not None:
+            self.order = batching.order_from_tensors(position["order"], position["offsets"])
+        rng = state["rng"]
+        if len(rng) == self.context.world_size:
+            restore_rng(rng[self.context.rank], self.mask_generator)
+        else:
+            self.log(f"note: the checkpoint was written by {len(rng)} rank(s), this run has "
+                     f"{self.context.world_size}; random streams are reseeded")
+            torch.manual_seed(derived_seed(self.train_config.seed, f"dropout@{self.progress.step}", self.context.rank))
+            self.mask_generator.manual_seed(derived_seed(self.train_config.seed, f"mask@{self.progress.step}",
+                                                         self.context.rank))
+        if self.context.is_main:
+            self.run_dir.trim_metrics(self.progress.step)
+        self.log(f"resuming {self.run_dir.path} at epoch {self.progress.epoch + 1}, step {self.progress.step}")
+
+    # -------------------------------------------------------------------------------------------- loop
+
+    def run(self) -> TrainResult:
+        ctx, cfg = self.context, self.train_config
+        if ctx.is_main:
+            self.run_dir.start_manifest(
+                model=self.config.model, seed=cfg.seed, data_dir=self.data_dir,
+                command=self.options.command or command_line(), device=str(ctx.device),
+                world_size=ctx.world_size, threads=torch.get_num_threads(),
+                resumed_from_step=self.progress.step if self.options.resume else None)
+        ctx.barrier()
+        if self.options.resume and self.progress.stopped_early:
+            reason = "early_stop"
+        else:
+            n_params = sum(p.numel() for p in self.params)
+            self.log(f"training {self.config.model} ({n_params:,} parameters) on {ctx.device}"
+                     f"{f' x {ctx.world_size} ranks' if ctx.distributed else ''}: {len(self.train_rows):,} "
+                     f"sentences, {self.steps_per_epoch} steps per epoch, up to {cfg.epochs} epochs")
+            with self.stop.installed():
+                reason = self._loop()
+        if not self.run_dir.model.is_file() and ctx.is_main:
+            # stopped before any evaluation: the current weights are the only model there is
+            save_model(self.run_dir.model, cpu_state_dict(self.model))
+        result = TrainResult(self.run_dir.path, reason, self.progress.step, self.progress.epoch, self.select,
+                             self.progress.best, self.last_record)
+        if ctx.is_main:
+            self.run_dir.finish_manifest({"reason": reason, "step": result.step, "epochs_completed": result.epoch,
+                                          "select": self.select, "best": result.best,
+                                          "best_step": self.progress.best_step})
+            self.log(f"{_REASONS[reason]} after {result.step} steps ({result.epoch} complete epoch"
+                     f"{'' if result.epoch == 1 else 's'}); best {self.select}: {_fmt(result.best)}; "
+                     f"run saved in {self.run_dir.path}")
+        ctx.barrier()
+        return result
+
+    def _loop(self) -> str:
+        cfg, ctx, progress = self.train_config, self.context, self.progress
+        while progress.epoch < cfg.epochs:
+            if self.order is None:
+                self.order = batching.epoch_order(self.train_lengths, cfg.batch_tokens, seed=cfg.seed,
+                                                  epoch=progress.epoch, max_length=cfg.max_length)
+            n_steps = batching.steps_per_epoch(len(self.order), ctx.world_size)
+            reason = self._epoch(math.ceil(progress.batches_done / ctx.world_size), n_steps)
+            if progress.batches_done >= n_steps * ctx.world_size:  # the epoch is complete
+                progress.epoch += 1
+                progress.batches_done = 0
+                self.order = None
+                stop_early = self._evaluate()
+                self._checkpoint()
+                if stop_early:
+                    return "early_stop"
+                if reason is not None:
+                    return reason
+                continue
+            # stopped inside the epoch
+            if reason == "max_time" and progress.seconds > 0:
+                self._evaluate()  # the budget reserved time for it, so the last steps are not wasted
+            self._checkpoint()
+            return reason or "signal"
+        return "completed"
+
+    def _epoch(self, first: int, n_steps: int) -> str | None:
+        """Steps ``first``..``n_steps``-1 of the current epoch; returns why it stopped early, if it did
+        (``early_stop`` after an ``eval_every`` evaluation, ``signal``, ``max_time``)."""
+        cfg, ctx, progress = self.train_config, self.context, self.progress
+        assert self.order is not None
+        # shown in logs too (training is usually redirected to one): there, refreshed every 30 s only
+        interactive = sys.stderr.isatty()
+        bar = tqdm(total=n_steps, initial=first, desc=f"epoch {progress.epoch + 1}/{cfg.epochs}", unit="step",
+                   file=sys.stderr, leave=False, dynamic_ncols=interactive, mininterval=0.5 if interactive else 30.0,
+                   disable=self.options.quiet or not ctx.is_main)
+        epoch_nll, epoch_count, epoch_tokens, epoch_seconds = 0.0, 0.0, 0, 0.0
+        try:
+            for k in range(first, n_steps):
+                rows = batching.rank_batch(self.order, k, ctx.rank, ctx.world_size)
+                t0 = time.monotonic()
+                nll, count, tokens = self._train_step(rows)
+                elapsed = time.monotonic() - t0
+                progress.step += 1
+                progress.batches_done = (k + 1) * ctx.world_size
+                progress.nll_sum += nll
+                progress.predicted += count
+                progress.tokens += tokens
+                progress.seconds += elapsed
+                progress.train_seconds += elapsed
+                epoch_nll, epoch_count, epoch_tokens = epoch_nll + nll, epoch_count + count, epoch_tokens + tokens
+                epoch_seconds += elapsed
+                bar.update(1)
+                if bar.n % 10 == 0 or k + 1 == n_steps:
+                    speed = epoch_tokens * ctx.world_size / max(epoch_seconds, 1e-9)  # training steps only
+                    bar.set_postfix(loss=f"{epoch_nll / max(epoch_count, 1):.3f}", tok_s=f"{speed:,.0f}",
+                                    lr=f"{self.schedule.lr:.2e}", refresh=False)
+                if k + 1 == n_steps:
+                    return self._stop_reason()  # the epoch's end does its own evaluation and checkpoint
+                if cfg.eval_every and progress.step % cfg.eval_every == 0 and self._evaluate():
+                    return "early_stop"
+                reason = self._stop_reason()
+                if reason is not None:
+                    return reason
+                if cfg.checkpoint_every and progress.step % cfg.checkpoint_every == 0:
+                    self._checkpoint()
+        finally:
+            bar.close()
+        return None
+
+    def _train_step(self, rows) -> tuple[float, float, int]:
+        batch = batching.collate(self.train_rows, rows, self.vocab.pad_index)
+        inputs = self.objective.prepare(batch.tokens, batch.mask, generator=self.mask_generator)
+        device = self.context.device
+        inputs = {k: v.to(device, non_blocking=True) for k, v in inputs.items()}
+        self.optimizer.zero_grad(set_to_none=True)
+        loss, nll, count = self.wrapped(**inputs)
+        loss_value = float(loss.detach())
+        finite = math.isfinite(loss_value)
+        if self.context.distributed:  # every rank must raise together, or the others wait in backward forever
+            finite = self.context.max(0.0 if finite else 1.0) == 0.0
+        if not finite:
+            raise DepinduceError(f"training diverged at step {self.progress.step + 1}: the loss is {loss_value}; "
+                                 "lower train.lr or set train.clip")
+        loss.backward()
+        clip_gradients(self.params, self.train_config.clip)
+        self.optimizer.step()
+        self.schedule.after_step()
+        return float(nll), float(count), batch.n_tokens
+
+    def _stop_reason(self) -> str | None:
+        """A stop every rank agrees on: a signal on any rank, or the time budget about to run out."""
+        local: str | None = None
+        if self.stop.received is not None:
+            local = "signal"
+        elif self.deadline is not None and time.monotonic() + self._reserve() >= self.deadline:
+            local = "max_time"
+        if not self.context.distributed:
+            return local
+        codes = {None: 0, "max_time": 1, "signal": 2}
+        agreed = int(self.context.max(codes[local]))
+        return {code: name for name, code in codes.items()}[agreed]
+
+    def _reserve(self) -> float:
+        """Seconds to keep for the final evaluation and checkpoint when the time budget ends (measured once
+        they have happened, estimated before)."""
+        if self.last_eval_seconds is not None:
+            evaluation = self.last_eval_seconds
+        elif self.dev_rows is None or self.progress.tokens == 0:
+            evaluation = 0.0
+        else:
+            # dev forward passes run at about the training speed; parsing the dev set costs as much again
+            speed = self.progress.tokens / max(self.progress.seconds, 1e-9)
+            evaluation = 2.0 * sum(len(r) for r in self.dev_rows) / max(speed, 1e-9) / self.context.world_size
+        checkpoint = self.last_checkpoint_seconds if self.last_checkpoint_seconds is not None else 0.5
+        return 1.2 * (evaluation + checkpoint) + 0.25
+
+    # ---------------------------------------------------------------------------------------- evaluation
+
+    def _evaluate(self) -> bool:
+        """Dev metrics → metrics.jsonl, model.pt when best, schedule; True when early stopping triggers."""
+        cfg, ctx, progress = self.train_config, self.context, self.progress
+        t0 = time.monotonic()
+        nll, predicted, tokens, seconds = ctx.sum([progress.nll_sum, progress.predicted, progress.tokens,
+                                                   progress.seconds])
+        seconds /= ctx.world_size
+        record: dict[str, Any] = {
+            "step": progress.step,
+            "epoch": round(progress.epoch + progress.batches_done / max(self.n_batches, 1), 4),
+            "lr": self.schedule.lr,
+            "train_loss": nll / predicted if predicted else None,
+            "train_tokens": int(tokens),
+            "tokens_per_s": tokens / seconds if seconds else None,
+        }
+        if self.objective.reports_perplexity and predicted:
+            record["train_ppl"] = _exp(nll / predicted)
+        if self.dev_rows is not None:
+            dev_loss = self._dev_loss()
+            record["dev_loss"] = dev_loss
+            if self.objective.reports_perplexity:
+                record["dev_ppl"] = _exp(dev_loss)
+        parse_metrics: dict[str, float | None] = {}
+        if ctx.is_main and self.dev_treebank.available(self.model_class):
+            self.model.eval()
+            try:
+                parse_metrics = parsing_metrics(self.model, self.dev_treebank, decoder=cfg.decoder)
+            finally:
+                self.model.train()
+        record.update(ctx.broadcast(parse_metrics))
+        value = record.get(self.select)
+        lower_better = self.select in LOWER_IS_BETTER
+        improved = value is not None and (
+            progress.best is None or (value < progress.best if lower_better else value > progress.best))
+        if improved:
+            progress.best, progress.best_step, progress.bad_evals = value, progress.step, 0
+            if ctx.is_main:
+                save_model(self.run_dir.model, cpu_state_dict(self.model))
+        else:
+            progress.bad_evals += 1
+        progress.evaluations += 1
+        self.schedule.after_eval(record.get("dev_loss", record.get("train_loss")))
+        stop_early = cfg.patience is not None and progress.bad_evals >= cfg.patience
+        progress.stopped_early = stop_early
+        progress.nll_sum = progress.predicted = progress.tokens = progress.seconds = 0.0
+        self.last_eval_seconds = time.monotonic() - t0
+        record.update({"select": self.select, "best": improved, "best_value": progress.best,
+                       "eval_s": round(self.last_eval_seconds, 3), "train_s": round(progress.train_seconds, 3)})
+        self.last_record = record
+        if ctx.is_main:
+            self.run_dir.append_metrics(record)
+            self.log(_summary(record, self.select))
+        return stop_early
+
+    def _dev_loss(self) -> float:
+        """Mean dev NLL over this rank's share of the dev batches, summed over ranks (fixed masks)."""
+        assert self.dev_rows is not None
+        lengths = [len(r) for r in self.dev_rows]
+        batches = batching.shard(batching.eval_order(lengths, self.train_config.batch_tokens),
+                                 self.context.rank, self.context.world_size)
+        nll_sum, count = 0.0, 0.0
+        self.loss_module.eval()
+        try:
+            with torch.inference_mode():
+                for rows in batches:
+                    batch = batching.collate(self.dev_rows, rows, self.vocab.pad_index)
+                    fixed = [self.dev_masks[i] for i in rows] if self.dev_masks is not None else None
+                    inputs = self.objective.prepare(batch.tokens, batch.mask, generator=None, fixed=fixed)
+                    inputs = {k: v.to(self.context.device) for k, v in inputs.items()}
+                    _, nll, n = self.loss_module(**inputs)
+                    nll_sum += float(nll)
+                    count += float(n)
+        finally:
+            self.loss_module.train()
+        nll_sum, count = self.context.sum([nll_sum, count])
+        return nll_sum / count if count else float("nan")
+
+    # ---------------------------------------------------------------------------------------- checkpoints
+
+    def _checkpoint(self) -> None:
+        """Write last.pt (rank 0), with every rank's random state; ranks holding different weights is an error."""
+        ctx = self.context
+        started = time.monotonic()
+        rng = ctx.gather(capture_rng(self.mask_generator))
+        state_dict = cpu_state_dict(self.model)
+        replicas = ctx.gather(state_digest(state_dict)) if ctx.distributed else []
+        if len(set(replicas)) > 1:
+            raise DepinduceError(f"the {ctx.world_size} ranks hold different parameters at step "
+                                 f"{self.progress.step}; distributed training went out of sync")
+        if not ctx.is_main:
+            return
+        order, offsets = batching.order_to_tensors(self.order) if self.order is not None else (None, None)
+        state = {
+            "format": FORMAT,
+            "version": VERSION,
+            "model": state_dict,
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": self.schedule.state_dict(),
+            "rng": rng,
+            "position": {"epoch": self.progress.epoch, "batches_done": self.progress.batches_done,
+                         "order": order, "offsets": offsets},
+            "progress": asdict(self.progress),
+            "world_size": ctx.world_size,
+            "replicas": replicas,
+        }
+        atomic_torch_save(state, self.run_dir.last)
+        self.last_checkpoint_seconds = time.monotonic() - started
+
+
+_REASONS = {
+    "completed": "finished",
+    "early_stop": "stopped early (no improvement)",
+    "max_time": "stopped at the --max-time budget",
+    "signal": "stopped on request",
+}
+
+
+def _exp(value: float) -> float:
+    return math.exp(value) if value < 700 else float("inf")
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
+def _summary(record: dict[str, Any], select: str) -> str:
+    parts = [f"epoch {record['epoch']:g} step {record['step']}"]
+    if record.get("train_loss") is not None:
+        parts.append(f"train loss {record['train_loss']:.4f}")
+    for key, label in (("dev_ppl", "dev ppl"), ("dev_loss", "dev loss"), ("dev_dda", "DDA"), ("dev_uda", "UDA"),
+                       ("dev_uf1", "UF1")):
+        if record.get(key) is not None and not (key == "dev_loss" and "dev_ppl" in record):
+            parts.append(f"{label} {record[key]:.2f}")
+    if record.get("tokens_per_s"):
+        parts.append(f"{record['tokens_per_s']:,.0f} tok/s")
+    parts.append(f"best {select} {_fmt(record['best_value'])}{' *' if record['best'] else ''}")
+    return " | ".join(parts)

@@ -1,0 +1,94 @@
+"""Parsing metrics on the dev split during training, through the same code as ``depinduce parse`` + ``eval``.
+
+The dev sentences are parsed by :func:`depinduce.parsing.parse` (punctuation hidden from the model, the
+configured decoder, punctuation re-attached) and scored by :func:`depinduce.metrics.evaluate` against the gold
+``dev.conllu`` (DDA, UDA, root accuracy) and, for the PTB, against ``dev.trees`` (sentence- and corpus-level
+UF1).  Model selection on these numbers therefore agrees with what a user measures on the saved model.
+LAS is not reported: the parse pipeline writes ``root``/``dep`` labels, so it would measure nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from depinduce.data.sentence import Sentence
+from depinduce.errors import DepinduceError
+from depinduce.io import read_sentences
+from depinduce.metrics import evaluate
+from depinduce.training.config import CONSTITUENCY_METRICS, DEPENDENCY_METRICS
+from depinduce.models.base import Backend
+
+PARSE_BATCH = 64
+
+
+@dataclass
+class DevTreebank:
+    """Gold dev annotation, when the data folder has it: dependency trees and/or constituency trees."""
+
+    dependencies: list[Sentence] | None = None
+    trees: list[Sentence] | None = None
+
+    @classmethod
+    def load(cls, data_dir: Path) -> "DevTreebank":
+        conllu, trees = data_dir / "dev.conllu", data_dir / "dev.trees"
+        dependencies = read_sentences(conllu, fmt="conllu") if conllu.is_file() else None
+        constituents = read_sentences(trees, fmt="brackets") if trees.is_file() else None
+        if dependencies is not None and not any(s.heads for s in dependencies):
+            dependencies = None
+        if constituents is not None and not any(s.tree is not None for s in constituents):
+            constituents = None
+        return cls(dependencies or None, constituents or None)
+
+    def available(self, backend: type[Backend] | Backend) -> set[str]:
+        """The dev metrics this gold annotation and this backend's capabilities allow."""
+        caps = backend.capabilities
+        out: set[str] = set()
+        if self.dependencies and caps.dependency:
+            out |= DEPENDENCY_METRICS
+        if self.trees and (caps.constituency or caps.dependency):
+            out |= CONSTITUENCY_METRICS
+        return out
+
+
+def _by_length(sentences: list[Sentence]) -> list[Sentence]:
+    """Similar lengths in one parse batch pad less; corpus metrics do not depend on sentence order."""
+    return sorted(sentences, key=lambda s: len(s.words))
+
+
+def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str) -> dict[str, float | None]:
+    """Parse the dev sentences with ``backend`` and score them; keys as in ``metrics.jsonl`` (``dev_uda``...)."""
+    from depinduce.parsing import ParseRequest, parse  # the parse pipeline pulls in every decoder
+
+    out: dict[str, float | None] = {}
+    wanted = dev.available(backend)
+    if not wanted:
+        return out
+    if dev.dependencies and "dev_uda" in wanted:
+        gold = _by_length(dev.dependencies)
+        pred = [Sentence(words=list(s.words), xpos=s.xpos, upos=s.upos, metadata=dict(s.metadata),
+                         sent_id=s.sent_id) for s in gold]
+        list(parse(pred, backend, ParseRequest(fmt="conllu", decoder=decoder, batch_size=PARSE_BATCH),
+                   progress=False))
+        metrics = evaluate(gold, pred, gold_path="dev.conllu", pred_path="model").metrics()
+        out.update(dev_dda=metrics["dda"], dev_uda=metrics["uda"], dev_root_accuracy=metrics["root_accuracy"],
+                   dev_well_formed=metrics["well_formed"])
+    if dev.trees and "dev_uf1" in wanted:
+        gold = _by_length(dev.trees)
+        pred = [Sentence(words=list(s.words), xpos=s.xpos, metadata={"punct_rule": "ptb"}) for s in gold]
+        list(parse(pred, backend, ParseRequest(fmt="brackets", decoder=decoder, batch_size=PARSE_BATCH),
+                   progress=False))
+        metrics = evaluate(gold, pred, gold_path="dev.trees", pred_path="model").metrics()
+        out.update(dev_uf1=metrics["uf1_sentence"], dev_uf1_corpus=metrics["uf1_corpus"])
+    return out
+
+
+def check_selectable(select: str, available: set[str], *, has_dev_text: bool) -> None:
+    """A one-line error when ``select`` names a metric this run cannot compute."""
+    if select in ("dev_loss", "dev_ppl") and not has_dev_text:
+        raise DepinduceError(f"select: {select} needs dev.txt in the data folder")
+    if select.startswith("dev_") and select not in ("dev_loss", "dev_ppl") and select not in available:
+        raise DepinduceError(
+            f"select: {select} needs gold dev trees this run cannot score "
+            f"(available parsing metrics: {', '.join(sorted(available)) or 'none'})"
+        )

@@ -1,0 +1,222 @@
+"""Training objectives: the engine owns the losses, backends implement the hooks of their objective.
+
+- :class:`MaskedLM` (StructFormer, UDGN, Probabilistic Transformer) — exactly design/models.md: each real token
+  is masked independently with probability ``mask_rate``; ``<unk>`` and padding are never masked; a masked token
+  is always replaced by ``<mask>``; the loss is the cross-entropy over masked positions only, and the backend's
+  ``output_logits`` is called on the hidden states of those positions alone (the output softmax otherwise
+  dominates CPU time).  Dev masks are drawn once per sentence from a fixed seed.
+- :class:`NextWordLM` (PRPN) — hook ``lm_hidden(tokens, mask) -> (B, T, H)`` where position t has read the
+  words before t only and predicts word t (the backend supplies its own start state), then ``output_logits``.
+- :class:`HeadsAndLabels` (RNGTr/SynTr) — hook ``arc_label_logits(tokens, mask, heads)`` returning one
+  ``(arc (B, T, T+1), label (B, T, L))`` pair per refinement iteration (arc column 0 = ROOT; label logits scored
+  at the gold heads); the loss is the mean over iterations of head CE + label CE, as the RNGTr paper trains.
+
+Every objective adds the backend's ``regularizer()`` and reports the summed per-token negative log-likelihood
+and the token count separately, so perplexity = exp(sum / count) is exact over a whole corpus and across ranks.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+
+from depinduce.data.vocab import Vocab
+from depinduce.errors import DepinduceError
+
+
+@dataclass
+class LossOutput:
+    """What one forward pass of an objective gives: the loss to minimise and the exact counts behind it."""
+
+    loss: torch.Tensor  # scalar: mean NLL over predicted tokens + regularizer
+    nll_sum: torch.Tensor  # scalar, detached: summed NLL (no regularizer)
+    count: torch.Tensor  # scalar long: tokens predicted
+
+
+def _finish(model: Any, nll_sum: torch.Tensor, count: torch.Tensor) -> LossOutput:
+    loss = nll_sum / count.clamp(min=1)  # no predicted token (rare, tiny batches): 0, still connected to the graph
+    reg = model.regularizer()
+    if reg is not None:
+        loss = loss + reg
+    return LossOutput(loss, nll_sum.detach(), count)
+
+
+class Objective(ABC):
+    """One training objective: turns a batch into model inputs (``prepare``) and computes the loss (``compute``).
+
+    ``prepare`` runs on the CPU before the batch moves to the device, so random choices (the masks) come from a
+    CPU generator whose state is checkpointed: a resumed run draws exactly the masks the uninterrupted run would.
+    """
+
+    name: ClassVar[str]
+    # Perplexity is meaningful for language-model objectives only.
+    reports_perplexity: ClassVar[bool] = True
+    # Whether batches must carry gold heads/labels (read from CoNLL-U) instead of plain model-view text.
+    needs_gold: ClassVar[bool] = False
+
+    @abstractmethod
+    def check_model(self, model: Any) -> None:
+        """A one-line error when ``model`` lacks the hooks this objective calls."""
+
+    @abstractmethod
+    def prepare(self, tokens: torch.Tensor, mask: torch.Tensor, *, generator: torch.Generator | None,
+                fixed: Sequence[torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+        """The keyword tensors :meth:`compute` takes, for padded ``tokens``/``mask`` (B, T).
+
+        ``generator`` drives training randomness; ``fixed`` (one tensor per row) replaces it for evaluation.
+        """
+
+    @abstractmethod
+    def compute(self, model: Any, **inputs: torch.Tensor) -> LossOutput:
+        """Loss of ``model`` on one prepared batch (runs inside the DDP-wrapped forward)."""
+
+
+def _require_hooks(model: Any, hooks: Sequence[str], objective: str) -> None:
+    missing = [h for h in hooks if not callable(getattr(model, h, None))]
+    if missing:
+        raise DepinduceError(
+            f"model '{getattr(model, 'name', type(model).__name__)}' declares objective '{objective}' but lacks "
+            f"{', '.join(missing)}()"
+        )
+
+
+# ------------------------------------------------------------------------------------------------ masked LM
+
+
+def draw_mask(tokens: torch.Tensor, mask: torch.Tensor, rate: float, generator: torch.Generator | None,
+              *, unk_index: int = Vocab.unk_index) -> torch.Tensor:
+    """Positions to mask: each real, known token independently with probability ``rate``."""
+    draws = torch.rand(tokens.shape, generator=generator, device=tokens.device)
+    return (draws < rate) & mask & (tokens != unk_index)
+
+
+def fixed_masks(rows: Sequence[Sequence[int]], rate: float, seed: int, *,
+                unk_index: int = Vocab.unk_index) -> list[torch.Tensor]:
+    """One mask per sentence, drawn in corpus order from ``seed``: independent of batching, sharding or epoch."""
+    generator = torch.Generator().manual_seed(seed)
+    out = []
+    for row in rows:
+        ids = torch.as_tensor(row, dtype=torch.long)
+        out.append((torch.rand(len(row), generator=generator) < rate) & (ids != unk_index))
+    return out
+
+
+def stack_fixed(fixed: Sequence[torch.Tensor], width: int) -> torch.Tensor:
+    """Per-sentence masks right-padded with False into a (B, width) tensor."""
+    out = torch.zeros((len(fixed), width), dtype=torch.bool)
+    for b, m in enumerate(fixed):
+        out[b, : len(m)] = m
+    return out
+
+
+class MaskedLM(Objective):
+    """Masked-LM objective of design/models.md (no 80/10/10; loss and logits at masked positions only)."""
+
+    name = "mlm"
+
+    def __init__(self, mask_rate: float, *, mask_index: int = Vocab.mask_index,
+                 unk_index: int = Vocab.unk_index) -> None:
+        self.mask_rate = mask_rate
+        self.mask_index = mask_index
+        self.unk_index = unk_index
+
+    def check_model(self, model: Any) -> None:
+        _require_hooks(model, ("encode", "output_logits", "regularizer"), self.name)
+
+    def prepare(self, tokens, mask, *, generator=None, fixed=None):
+        if fixed is not None:
+            masked = stack_fixed(fixed, tokens.shape[1]) & mask
+        else:
+            masked = draw_mask(tokens, mask, self.mask_rate, generator, unk_index=self.unk_index)
+        return {"tokens": tokens, "mask": mask, "masked": masked}
+
+    def compute(self, model, *, tokens, mask, masked):
+        inputs = tokens.masked_fill(masked, self.mask_index)
+        hidden = model.encode(inputs, mask)
+        logits = model.output_logits(hidden[masked])
+        nll = F.cross_entropy(logits.float(), tokens[masked], reduction="sum")
+        return _finish(model, nll, masked.sum())
+
+
+# ------------------------------------------------------------------------------------------ next-word LM
+
+
+class NextWordLM(Objective):
+    """Next-word language modelling over each sentence on its own (PRPN's unsupervised-parsing mode)."""
+
+    name = "lm"
+
+    def check_model(self, model: Any) -> None:
+        _require_hooks(model, ("lm_hidden", "output_logits", "regularizer"), self.name)
+
+    def prepare(self, tokens, mask, *, generator=None, fixed=None):
+        return {"tokens": tokens, "mask": mask}
+
+    def compute(self, model, *, tokens, mask):
+        hidden = model.lm_hidden(tokens, mask)
+        logits = model.output_logits(hidden[mask])
+        nll = F.cross_entropy(logits.float(), tokens[mask], reduction="sum")
+        return _finish(model, nll, mask.sum())
+
+
+# ------------------------------------------------------------------------------------ supervised parsing
+
+
+class HeadsAndLabels(Objective):
+    """Supervised heads + labels (RNGTr/SynTr): cross-entropy on each word's head and on its label at the gold
+    head, averaged over refinement iterations.  Batches carry ``heads`` (B, T) in 0..n (0 = ROOT) and ``labels``
+    (B, T) label ids."""
+
+    name = "supervised"
+    reports_perplexity = False
+    needs_gold = True
+
+    def check_model(self, model: Any) -> None:
+        _require_hooks(model, ("arc_label_logits", "regularizer"), self.name)
+
+    def prepare(self, tokens, mask, *, generator=None, fixed=None, heads=None, labels=None):
+        if heads is None or labels is None:
+            raise DepinduceError("the supervised objective needs batches with gold heads and labels")
+        return {"tokens": tokens, "mask": mask, "heads": heads, "labels": labels}
+
+    def compute(self, model, *, tokens, mask, heads, labels):
+        iterations = model.arc_label_logits(tokens, mask, heads)
+        if not iterations:
+            raise DepinduceError("arc_label_logits returned no iteration")
+        count = mask.sum()
+        total = torch.zeros((), device=tokens.device)
+        for arc, label in iterations:
+            total = total + F.cross_entropy(arc[mask].float(), heads[mask], reduction="sum")
+            total = total + F.cross_entropy(label[mask].float(), labels[mask], reduction="sum")
+        return _finish(model, total / len(iterations), count)
+
+
+def objective_for(kind: str, *, mask_rate: float) -> Objective:
+    """The objective a backend's ``capabilities.objective`` names."""
+    if kind == "mlm":
+        return MaskedLM(mask_rate)
+    if kind == "lm":
+        return NextWordLM()
+    if kind == "supervised":
+        return HeadsAndLabels()
+    raise DepinduceError(f"objective '{kind}' is not trainable")
+
+
+class LossModule(torch.nn.Module):
+    """The model and its objective as one module, so DDP wraps a ``forward`` that runs every hook the loss uses
+    (DDP synchronises gradients of what runs inside its forward; calling ``encode`` directly would bypass it)."""
+
+    def __init__(self, model: torch.nn.Module, objective: Objective) -> None:
+        super().__init__()
+        self.model = model
+        self.objective = objective
+
+    def forward(self, **inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(loss, summed NLL, token count): a tuple, the output shape DDP knows how to search for tensors."""
+        out = self.objective.compute(self.model, **inputs)
+        return out.loss, out.nll_sum, out.count

@@ -1,0 +1,231 @@
+"""The run directory: everything ``parse`` and ``--resume`` need, and a record of how it was made.
+
+::
+
+    RUN_DIR/
+      config.yaml    resolved recipe + overrides: model, model_config, train (itself a valid --recipe)
+      vocab.json     copied from DATA_DIR
+      model.pt       the best state dict so far (by train.select)
+      last.pt        the full training state of the latest checkpoint (for --resume)
+      metrics.jsonl  one JSON object per evaluation
+      manifest.json  versions, data checksums, seed, and each (re)start's command line and outcome
+
+Only rank 0 writes here; every write is atomic (see :mod:`depinduce.training.checkpoint`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import platform
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import depinduce
+from depinduce.errors import DepinduceError
+from depinduce.training.checkpoint import atomic_write_text
+
+RUN_FILES = ("config.yaml", "vocab.json", "model.pt", "last.pt", "metrics.jsonl", "manifest.json")
+MANIFEST_FORMAT = "depinduce-run"
+# The DATA_DIR files a run reads (when present); their checksums tie the run to its data.
+DATA_FILES = ("train.txt", "vocab.json", "dev.txt", "dev.conllu", "dev.trees")
+
+
+def check_run_dir(run_dir: Path, *, force: bool, resume: bool) -> None:
+    """Refuse to clobber a run by accident; ``--resume`` needs a run to continue."""
+    if force and resume:
+        raise DepinduceError("--force starts over and --resume continues; choose one")
+    if resume:
+        if not (run_dir / "config.yaml").is_file():
+            raise DepinduceError(f"{run_dir}: not a run directory (no config.yaml); nothing to resume")
+        if not (run_dir / "last.pt").is_file():
+            raise DepinduceError(f"{run_dir}: no last.pt; the run never reached its first checkpoint — "
+                                 "start over with --force")
+        return
+    if run_dir.exists() and not run_dir.is_dir():
+        raise DepinduceError(f"{run_dir} exists and is not a folder; choose another --out")
+    if run_dir.is_dir() and any(run_dir.iterdir()) and not force:
+        raise DepinduceError(f"{run_dir} already exists; use --resume to continue it or --force to start over")
+
+
+def clear_run_files(run_dir: Path) -> None:
+    """``--force``: remove a previous run's files (and temporary leftovers); nothing else in the folder."""
+    for name in RUN_FILES:
+        (run_dir / name).unlink(missing_ok=True)
+    for leftover in run_dir.glob(".*.tmp"):
+        leftover.unlink(missing_ok=True)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def data_checksums(data_dir: Path) -> dict[str, dict[str, Any]]:
+    """sha256 and size of each DATA_DIR file the run reads."""
+    out = {}
+    for name in DATA_FILES:
+        path = data_dir / name
+        if path.is_file():
+            out[name] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+    return out
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN/Infinity: non-finite floats become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass
+class RunDir:
+    """Paths and writers of one run directory."""
+
+    path: Path
+
+    @property
+    def config(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def vocab(self) -> Path:
+        return self.path / "vocab.json"
+
+    @property
+    def model(self) -> Path:
+        return self.path / "model.pt"
+
+    @property
+    def last(self) -> Path:
+        return self.path / "last.pt"
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    @property
+    def manifest(self) -> Path:
+        return self.path / "manifest.json"
+
+    # ---------------------------------------------------------------------------------------- starting
+
+    def create(self, config_yaml: str, data_dir: Path) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.config, config_yaml)
+        atomic_write_text(self.vocab, (data_dir / "vocab.json").read_text(encoding="utf-8"))
+        self.metrics.touch()
+
+    def start_manifest(self, *, model: str, seed: int, data_dir: Path, command: list[str], device: str,
+                       world_size: int, threads: int, resumed_from_step: int | None) -> None:
+        """Write (or, on resume, extend) ``manifest.json``; a resume on changed data is refused."""
+        checksums = data_checksums(data_dir)
+        entry = {
+            "command": command,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "resumed_from_step": resumed_from_step,
+            "device": device,
+            "world_size": world_size,
+            "threads": threads,
+            "host": platform.node(),
+        }
+        if resumed_from_step is not None:
+            manifest = self.read_manifest()
+            recorded = manifest.get("data", {}).get("files", {})
+            changed = sorted(name for name in set(recorded) | set(checksums)
+                             if recorded.get(name, {}).get("sha256") != checksums.get(name, {}).get("sha256"))
+            if changed:
+                raise DepinduceError(
+                    f"{data_dir}: {', '.join(changed)} changed since this run started "
+                    f"(checksums differ from {self.manifest}); refusing to resume on different data"
+                )
+            manifest.setdefault("runs", []).append(entry)
+        else:
+            data_manifest = data_dir / "manifest.json"
+            source = None
+            if data_manifest.is_file():
+                try:
+                    described = json.loads(data_manifest.read_text(encoding="utf-8"))
+                    source = {"command": described.get("command"), "source": described.get("source"),
+                              "manifest_sha256": sha256_file(data_manifest)}
+                except (OSError, ValueError):
+                    source = None
+            manifest = {
+                "format": MANIFEST_FORMAT,
+                "model": model,
+                "seed": seed,
+                "versions": {
+                    "depinduce": depinduce.__version__,
+                    "python": platform.python_version(),
+                    "torch": torch.__version__,
+                    "platform": platform.platform(),
+                },
+                "data": {"dir": str(data_dir.resolve()), "files": checksums, "preprocess": source},
+                "runs": [entry],
+            }
+        self.write_manifest(manifest)
+
+    def read_manifest(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DepinduceError(f"{self.manifest}: unreadable run manifest ({exc.__class__.__name__})") from exc
+        if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+            raise DepinduceError(f"{self.manifest}: not a depinduce run manifest")
+        return data
+
+    def write_manifest(self, manifest: Mapping[str, Any]) -> None:
+        atomic_write_text(self.manifest, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+
+    def finish_manifest(self, outcome: Mapping[str, Any]) -> None:
+        """Record how this (re)start ended in its ``runs`` entry."""
+        manifest = self.read_manifest()
+        manifest["runs"][-1]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        manifest["runs"][-1]["outcome"] = {k: _finite(v) for k, v in outcome.items()}
+        self.write_manifest(manifest)
+
+    # ----------------------------------------------------------------------------------------- metrics
+
+    def append_metrics(self, record: Mapping[str, Any]) -> None:
+        line = json.dumps({k: _finite(v) for k, v in record.items()}, ensure_ascii=False)
+        with self.metrics.open("a", encoding="utf-8") as stream:
+            stream.write(line + "\n")
+            stream.flush()
+
+    def read_metrics(self) -> list[dict[str, Any]]:
+        if not self.metrics.is_file():
+            return []
+        records = []
+        for number, line in enumerate(self.metrics.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                # a line cut short by a kill mid-write: everything after it is dropped on resume too
+                break
+        return records
+
+    def trim_metrics(self, max_step: int) -> None:
+        """On resume: drop evaluations made after the checkpoint being resumed (they will be redone)."""
+        kept = [r for r in self.read_metrics() if int(r.get("step", 0)) <= max_step]
+        atomic_write_text(self.metrics, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+
+
+def command_line(argv: Iterable[str] | None = None) -> list[str]:
+    """The command as typed (argv[0] reduced to its name), for the manifest."""
+    args = list(sys.argv if argv is None else argv)
+    if args:
+        args[0] = Path(args[0]).name
+    return args
+

@@ -1,0 +1,156 @@
+"""The training loop: batching, dev metrics through parse + eval, model selection, early stopping, the time budget,
+clean stops on SIGTERM, and schedules."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from depinduce.training import batching
+from depinduce.training.config import TrainConfig
+from depinduce.training.engine import TrainOptions, train
+from depinduce.training.optim import Schedule
+from training_support import make_data, one_thread, tiny_plugin  # noqa: F401 (fixtures)
+
+
+def _metrics(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+# ------------------------------------------------------------------------------------------------ batching
+
+
+def test_epoch_batches_respect_the_budget_and_cover_each_sentence_once() -> None:
+    lengths = [((i * 37) % 23) + 1 for i in range(500)] + [0, 90]
+    order = batching.epoch_order(lengths, 100, seed=4, epoch=0, max_length=40)
+    seen = [i for batch in order for i in batch]
+    assert sorted(seen) == [i for i, n in enumerate(lengths) if 0 < n <= 40]  # 0-length and too long left out
+    for batch in order:
+        assert len(batch) * max(lengths[i] for i in batch) <= 100
+        assert max(lengths[i] for i in batch) - min(lengths[i] for i in batch) <= 1  # length-bucketed
+    assert order == batching.epoch_order(lengths, 100, seed=4, epoch=0, max_length=40)
+    other = batching.epoch_order(lengths, 100, seed=4, epoch=1, max_length=40)
+    assert other != order and sorted(map(sorted, other)) != sorted(map(sorted, order))  # new composition too
+    # a sentence longer than the budget is a batch of its own rather than dropped
+    assert [[501]] == [b for b in batching.epoch_order(lengths, 50, seed=0, epoch=0) if 501 in b]
+
+
+def test_ranks_take_disjoint_batches_and_equal_step_counts() -> None:
+    order = [[i] for i in range(11)]
+    steps = batching.steps_per_epoch(len(order), 3)
+    taken = [batching.rank_batch(order, k, r, 3)[0] for k in range(steps) for r in range(3)]
+    assert steps == 3 and sorted(taken) == list(range(9))
+    flat, offsets = batching.order_to_tensors([[3, 1], [2], [5, 4, 0]])
+    assert batching.order_from_tensors(flat, offsets) == [[3, 1], [2], [5, 4, 0]]
+
+
+def test_linear_schedule_warms_up_and_decays() -> None:
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([param], lr=1.0)
+    schedule = Schedule(optimizer, TrainConfig(lr=1.0, schedule="linear", warmup_steps=4, min_lr=0.0), 10)
+    rates = [schedule.lr]
+    for _ in range(10):
+        optimizer.step()
+        schedule.after_step()
+        rates.append(schedule.lr)
+    assert rates == pytest.approx([0.25, 0.5, 0.75, 1.0, 1.0, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6, 0.0])
+
+
+# ------------------------------------------------------------------------------------------ the loop
+
+
+def test_dev_parsing_metrics_match_parse_and_eval_of_the_saved_model(tmp_path: Path, tiny_plugin: Path,
+                                                                     one_thread) -> None:
+    data = make_data(tmp_path / "data", n_train=150, n_dev=25)
+    run = tmp_path / "run"
+    result = train(TrainOptions(data_dir=data, run_dir=run, model="tiny-mlm", quiet=True,
+                                overrides=("epochs=3", "batch_tokens=200", "lr=1e-2", "select=dev_uda")), log=_quiet)
+    records = _metrics(run)
+    assert [r["step"] for r in records] == [result.step // 3 * k for k in (1, 2, 3)]
+    for key in ("dev_loss", "dev_ppl", "dev_dda", "dev_uda", "dev_uf1", "dev_uf1_corpus", "train_loss", "lr"):
+        assert all(r[key] is not None for r in records), key
+    best = max(records, key=lambda r: r["dev_uda"])
+    assert result.best == best["dev_uda"] and [r["best"] for r in records].count(True) >= 1
+
+    runner = CliRunner()
+    from depinduce.cli.main import cli
+
+    pred = tmp_path / "pred.conllu"
+    parsed = runner.invoke(cli, ["parse", "--model", str(run), "--input-format", "conllu", "--quiet",
+                                 str(data / "dev.conllu")])
+    assert parsed.exit_code == 0, parsed.output
+    pred.write_text(parsed.stdout)
+    scored = runner.invoke(cli, ["eval", "--gold", str(data / "dev.conllu"), "--pred", str(pred), "--json"])
+    metrics = json.loads(scored.stdout)["metrics"]
+    assert metrics["uda"] == pytest.approx(best["dev_uda"]) and metrics["dda"] == pytest.approx(best["dev_dda"])
+
+
+def test_early_stopping_after_patience_evaluations(tmp_path: Path, tiny_plugin: Path, one_thread) -> None:
+    data = make_data(tmp_path / "data", n_train=60, n_dev=10, gold_dev=False)
+    run = tmp_path / "run"
+    # a learning rate this small cannot lower the dev loss: the first evaluation stays the best
+    result = train(TrainOptions(data_dir=data, run_dir=run, model="tiny-mlm", quiet=True,
+                                overrides=("epochs=20", "lr=1e-30", "patience=2", "select=dev_loss")), log=_quiet)
+    assert result.reason == "early_stop" and result.epoch == 3
+    assert [r["best"] for r in _metrics(run)] == [True, False, False]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["runs"][-1]["outcome"]["reason"] == "early_stop"
+
+
+def test_max_time_stops_cleanly_with_an_evaluation_and_a_checkpoint(tmp_path: Path, tiny_plugin: Path,
+                                                                    one_thread) -> None:
+    data = make_data(tmp_path / "data", n_train=120, n_dev=10, gold_dev=False)
+    run = tmp_path / "run"
+    budget_minutes = 0.05  # 3 s; 20 epochs would take far longer at 0.05 s per step
+    started = time.monotonic()
+    result = train(TrainOptions(data_dir=data, run_dir=run, model="tiny-mlm", quiet=True, max_time=budget_minutes,
+                                overrides=("epochs=20", "batch_tokens=100", "sleep=0.05")), log=_quiet)
+    elapsed = time.monotonic() - started
+    assert result.reason == "max_time" and 15 <= result.step  # most of the budget went into training
+    assert elapsed < budget_minutes * 60 + 1.0
+    state = torch.load(run / "last.pt", weights_only=True)
+    assert state["progress"]["step"] == result.step
+    assert _metrics(run)[-1]["step"] == result.step  # the last steps were evaluated before stopping
+    assert (run / "model.pt").is_file()
+    resumed = train(TrainOptions(data_dir=data, run_dir=run, resume=True, quiet=True, max_time=0.02),
+                    log=_quiet)
+    assert resumed.step > result.step
+
+
+def test_sigterm_stops_at_the_next_step_and_saves(tmp_path: Path, tiny_plugin: Path, one_thread) -> None:
+    data = make_data(tmp_path / "data", n_train=80, n_dev=10, gold_dev=False)
+    run = tmp_path / "run"
+    before = signal.getsignal(signal.SIGTERM)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    try:
+        result = train(TrainOptions(data_dir=data, run_dir=run, model="tiny-mlm", quiet=True,
+                                    overrides=("epochs=50", "batch_tokens=100", "sleep=0.05")), log=_quiet)
+    finally:
+        timer.cancel()
+    assert result.reason == "signal" and 0 < result.step < 50 * 6
+    state = torch.load(run / "last.pt", weights_only=True)
+    assert state["progress"]["step"] == result.step and (run / "model.pt").is_file()
+    assert signal.getsignal(signal.SIGTERM) == before  # the handler is only installed while training
+
+
+def test_without_dev_the_best_model_follows_the_training_loss(tmp_path: Path, tiny_plugin: Path, one_thread) -> None:
+    data = make_data(tmp_path / "data", n_train=60, n_dev=10, gold_dev=False)
+    (data / "dev.txt").unlink()
+    messages: list[str] = []
+    result = train(TrainOptions(data_dir=data, run_dir=tmp_path / "run", model="tiny-mlm",
+                                overrides=("epochs=2", "lr=1e-2")), log=messages.append)
+    assert result.select == "train_loss" and any("no dev.txt" in m for m in messages)
+    assert all("dev_loss" not in r for r in _metrics(tmp_path / "run"))

@@ -1,0 +1,225 @@
+"""The training objectives: masked LM exactly as design/models.md says, next-word LM and supervised heads/labels
+through their hooks (tiny dummy modules defined here)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from depinduce.data.vocab import Vocab
+from depinduce.errors import DepinduceError
+from depinduce.training.objectives import (
+    HeadsAndLabels, LossModule, MaskedLM, NextWordLM, draw_mask, fixed_masks, objective_for,
+)
+
+PAD, UNK, MASK = Vocab.pad_index, Vocab.unk_index, Vocab.mask_index
+
+
+class RecordingMLM(torch.nn.Module):
+    """A masked-LM stand-in that records what the objective hands it."""
+
+    def __init__(self, vocab_size: int = 20, hidden: int = 6) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab_size, hidden)
+        self.inputs: torch.Tensor | None = None
+        self.hidden: torch.Tensor | None = None
+        self.logit_rows: torch.Tensor | None = None
+        self.penalty: torch.Tensor | None = None
+
+    def encode(self, tokens, mask):
+        self.inputs = tokens.clone()
+        self.hidden = self.embed(tokens) * 2.0
+        return self.hidden
+
+    def output_logits(self, hidden):
+        self.logit_rows = hidden.detach().clone()
+        return hidden @ self.embed.weight.t()
+
+    def regularizer(self):
+        return self.penalty
+
+
+def _batch(rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(map(len, rows))
+    tokens = torch.full((len(rows), width), PAD)
+    mask = torch.zeros((len(rows), width), dtype=torch.bool)
+    for b, row in enumerate(rows):
+        tokens[b, : len(row)] = torch.tensor(row)
+        mask[b, : len(row)] = True
+    return tokens, mask
+
+
+def test_mask_rate_statistics_and_never_unk_or_padding() -> None:
+    generator = torch.Generator().manual_seed(0)
+    rows = [[UNK if (i * 7 + j) % 5 == 0 else 3 + (i + j) % 15 for j in range(1 + i % 30)] for i in range(400)]
+    tokens, mask = _batch(rows)
+    masked = draw_mask(tokens, mask, 0.3, generator)
+    assert not masked[~mask].any(), "padding was masked"
+    assert not masked[tokens == UNK].any(), "<unk> was masked"
+    eligible = mask & (tokens != UNK)
+    rate = masked.sum().item() / eligible.sum().item()
+    n = eligible.sum().item()
+    assert abs(rate - 0.3) < 4 * math.sqrt(0.3 * 0.7 / n), rate  # within 4 standard deviations
+    # independence: the share masked right after a masked token is the same rate
+    pairs = eligible[:, 1:] & eligible[:, :-1]
+    after_masked = (masked[:, 1:] & masked[:, :-1] & pairs).sum().item() / (masked[:, :-1] & pairs).sum().item()
+    assert abs(after_masked - 0.3) < 0.05
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(min_value=1, max_value=19), min_size=1, max_size=12), min_size=1, max_size=6),
+       st.floats(min_value=0.05, max_value=0.95), st.integers(min_value=0, max_value=2**31))
+def test_masked_positions_only_reach_the_output_layer(rows, rate, seed) -> None:
+    model = RecordingMLM()
+    objective = MaskedLM(rate)
+    tokens, mask = _batch(rows)
+    inputs = objective.prepare(tokens, mask, generator=torch.Generator().manual_seed(seed))
+    masked = inputs["masked"]
+    loss, nll, count = LossModule(model, objective)(**inputs)
+    # every masked token became <mask>, nothing else changed
+    assert torch.equal(model.inputs, tokens.masked_fill(masked, MASK))
+    assert not (masked & ((tokens == UNK) | ~mask)).any()
+    # output logits were computed for exactly the masked positions' hidden states, in order
+    assert model.logit_rows.shape[0] == int(masked.sum()) == int(count)
+    assert torch.equal(model.logit_rows, model.hidden[masked].detach())
+    if count:
+        expected = F.cross_entropy(model.hidden[masked] @ model.embed.weight.t(), tokens[masked], reduction="sum")
+        assert torch.allclose(nll, expected, rtol=1e-5)
+        assert torch.allclose(loss, expected / count, rtol=1e-5)
+    else:
+        assert float(loss.detach()) == 0.0 and loss.requires_grad  # still connected to the graph (DDP needs every grad)
+
+
+def test_regularizer_is_added_to_the_loss_but_not_to_the_nll() -> None:
+    model = RecordingMLM()
+    model.penalty = torch.tensor(0.75)
+    objective = MaskedLM(0.5)
+    tokens, mask = _batch([[3, 4, 5, 6, 7, 8, 9, 10]])
+    inputs = objective.prepare(tokens, mask, generator=torch.Generator().manual_seed(3))
+    loss, nll, count = LossModule(model, objective)(**inputs)
+    assert count > 0
+    assert torch.allclose(loss, nll / count + 0.75)
+
+
+def test_fixed_dev_masks_are_reproducible_and_independent_of_batching() -> None:
+    rows = [[3 + (i * j) % 11 for j in range(2 + i % 9)] + [UNK] for i in range(50)]
+    first = fixed_masks(rows, 0.3, seed=1234)
+    again = fixed_masks(rows, 0.3, seed=1234)
+    other = fixed_masks(rows, 0.3, seed=99)
+    assert all(torch.equal(a, b) for a, b in zip(first, again))
+    assert any(not torch.equal(a, b) for a, b in zip(first, other))
+    assert not any(m[-1] for m in first), "<unk> masked in dev"
+    # the same sentence gets the same mask whichever batch it lands in
+    objective = MaskedLM(0.3)
+    for order in ([0, 1, 2], [2, 0], [1]):
+        tokens, mask = _batch([rows[i] for i in order])
+        masked = objective.prepare(tokens, mask, fixed=[first[i] for i in order])["masked"]
+        for b, i in enumerate(order):
+            assert torch.equal(masked[b, : len(rows[i])], first[i])
+            assert not masked[b, len(rows[i]):].any()
+
+
+def test_training_masks_follow_the_generator_state() -> None:
+    objective = MaskedLM(0.3)
+    tokens, mask = _batch([[3] * 40, [4] * 25])
+    g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    objective.prepare(tokens, mask, generator=g1)
+    state = g1.get_state()
+    a = objective.prepare(tokens, mask, generator=g1)["masked"]
+    g2.set_state(state)
+    b = objective.prepare(tokens, mask, generator=g2)["masked"]
+    assert torch.equal(a, b)
+
+
+class TinyLM(torch.nn.Module):
+    """Position t sees only the words before t (a start vector, then a running sum of embeddings)."""
+
+    def __init__(self, vocab_size: int = 12, hidden: int = 4) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab_size, hidden)
+        self.start = torch.nn.Parameter(torch.zeros(hidden))
+        self.out = torch.nn.Linear(hidden, vocab_size)
+        self.seen: int | None = None
+
+    def lm_hidden(self, tokens, mask):
+        x = self.embed(tokens) * mask.unsqueeze(-1)
+        prefix = torch.cumsum(x, dim=1) - x  # words strictly before t
+        return prefix + self.start
+
+    def output_logits(self, hidden):
+        self.seen = hidden.shape[0]
+        return self.out(hidden)
+
+    def regularizer(self):
+        return None
+
+
+def test_next_word_lm_predicts_every_real_token_from_its_prefix() -> None:
+    model = TinyLM()
+    objective = NextWordLM()
+    objective.check_model(model)
+    tokens, mask = _batch([[3, 4, 5], [6, 7]])
+    loss, nll, count = LossModule(model, objective)(**objective.prepare(tokens, mask))
+    assert int(count) == 5 and model.seen == 5
+    hidden = model.lm_hidden(tokens, mask)
+    expected = F.cross_entropy(model.out(hidden[mask]), tokens[mask], reduction="sum")
+    assert torch.allclose(nll, expected) and torch.allclose(loss, expected / 5)
+    # changing a later word does not change the prediction of an earlier one
+    changed = tokens.clone()
+    changed[0, 2] = 9
+    assert torch.allclose(model.lm_hidden(changed, mask)[0, :3], hidden[0, :3], atol=1e-6)
+    loss.backward()
+    assert model.start.grad is not None and model.start.grad.abs().sum() > 0
+
+
+class TinyParser(torch.nn.Module):
+    """Arc scores from a bilinear map; two 'refinement' iterations, labels scored at the given heads."""
+
+    def __init__(self, vocab_size: int = 12, n_labels: int = 3, hidden: int = 5) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab_size, hidden)
+        self.root = torch.nn.Parameter(torch.randn(hidden))
+        self.label = torch.nn.Linear(2 * hidden, n_labels)
+
+    def arc_label_logits(self, tokens, mask, heads):
+        x = self.embed(tokens)
+        with_root = torch.cat([self.root.expand(x.shape[0], 1, -1), x], dim=1)  # (B, T+1, H)
+        arc = x @ with_root.transpose(1, 2)  # (B, T, T+1)
+        head_vectors = torch.gather(with_root, 1, heads.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
+        label = self.label(torch.cat([x, head_vectors], dim=-1))
+        return [(arc, label), (arc * 0.5, label)]
+
+    def regularizer(self):
+        return None
+
+
+def test_supervised_objective_scores_heads_and_labels_over_iterations() -> None:
+    model = TinyParser()
+    objective = HeadsAndLabels()
+    objective.check_model(model)
+    tokens, mask = _batch([[3, 4, 5], [6, 7]])
+    heads = torch.tensor([[2, 0, 2], [0, 1, 0]])
+    labels = torch.tensor([[1, 0, 2], [0, 1, 0]])
+    with pytest.raises(DepinduceError):
+        objective.prepare(tokens, mask)
+    inputs = objective.prepare(tokens, mask, heads=heads, labels=labels)
+    loss, nll, count = LossModule(model, objective)(**inputs)
+    assert int(count) == 5
+    iterations = model.arc_label_logits(tokens, mask, heads)
+    expected = sum(F.cross_entropy(a[mask], heads[mask], reduction="sum")
+                   + F.cross_entropy(lab[mask], labels[mask], reduction="sum") for a, lab in iterations) / 2
+    assert torch.allclose(nll, expected) and torch.allclose(loss, expected / 5)
+    assert not objective.reports_perplexity and objective.needs_gold
+
+
+def test_objective_hooks_are_checked_with_a_clear_error() -> None:
+    with pytest.raises(DepinduceError, match=r"lacks lm_hidden\(\)"):
+        objective_for("lm", mask_rate=0.3).check_model(RecordingMLM())
+    with pytest.raises(DepinduceError, match="not trainable"):
+        objective_for("none", mask_rate=0.3)
+    assert isinstance(objective_for("mlm", mask_rate=0.3), MaskedLM)
