@@ -37,7 +37,6 @@ the PTB this happens in worker processes, file by file, because it is nearly all
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -52,6 +51,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 import depinduce
+from depinduce.checksum import sha256_file
 from depinduce.data.headrules import get_head_rules
 from depinduce.data.normalize import Normalization, overlap_key
 from depinduce.data.ptb import SPLITS, MrgFile, ldc_source, nltk_sample_source, read_mrg, tree_to_line
@@ -272,14 +272,6 @@ def staged_output(out: Path, force: bool) -> Iterator[Path]:
         raise
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for chunk in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _write_lines(path: Path, lines: Iterable[str]) -> None:
     with path.open("w", encoding="utf-8", newline="\n") as stream:
         for line in lines:
@@ -289,7 +281,7 @@ def _write_lines(path: Path, lines: Iterable[str]) -> None:
 
 def _write_manifest(folder: Path, manifest: dict[str, object]) -> None:
     """Add the checksum of every file already in ``folder`` and write ``manifest.json`` beside them."""
-    manifest["files"] = {p.name: {"sha256": _sha256(p), "bytes": p.stat().st_size} for p in sorted(folder.iterdir())}
+    manifest["files"] = {p.name: {"sha256": sha256_file(p), "bytes": p.stat().st_size} for p in sorted(folder.iterdir())}
     text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
     (folder / "manifest.json").write_text(text, encoding="utf-8")
 

@@ -15,7 +15,6 @@ Only rank 0 writes here; every write is atomic (see :mod:`depinduce.training.che
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import platform
@@ -29,6 +28,7 @@ from typing import Any
 import torch
 
 import depinduce
+from depinduce.checksum import sha256_file
 from depinduce.errors import DepinduceError
 from depinduce.training.checkpoint import atomic_write_text
 
@@ -61,14 +61,6 @@ def clear_run_files(run_dir: Path) -> None:
         (run_dir / name).unlink(missing_ok=True)
     for leftover in run_dir.glob(".*.tmp"):
         leftover.unlink(missing_ok=True)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for chunk in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def data_checksums(data_dir: Path) -> dict[str, dict[str, Any]]:
