@@ -3,7 +3,8 @@
 Backends only ever see the visible (non-punctuation) words.  Everything after their scores is done here, once,
 so every backend gets every decoder and output format:
 
-- dependencies: the chosen decoder over the head scores, then punctuation re-attached by
+- dependencies: the chosen decoder over the head scores (``argmax`` takes the highest word as the root when the
+  backend gives word heights, StructFormer's own decoder), then punctuation re-attached by
   :func:`depinduce.structures.dependency.attach_hidden` (final punctuation → the root word, any other → the
   nearest word before it, or after it at the start of the sentence);
 - constituency: the top-down tree from split distances when the backend has them, else the subtree spans of the
@@ -148,7 +149,11 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest) -
     want_tree = request.fmt in ("brackets", "jsonl")
     if want_heads and backend.capabilities.dependency:
         with_heads = [k for k in nonempty if scores[k].heads is not None]
-        decoded = decode_batch([scores[k].heads for k in with_heads], request.decoder)
+        # argmax with word heights (StructFormer): the highest word is the root, as in the paper
+        roots = [
+            int(scores[k].heights.argmax()) + 1 if scores[k].heights is not None else None for k in with_heads
+        ]
+        decoded = decode_batch([scores[k].heads for k in with_heads], request.decoder, roots)
         visible_heads = dict(zip(with_heads, decoded))
         for k, sentence in enumerate(sentences):
             if k in visible_heads or not visible[k]:  # an all-punctuation sentence needs no model

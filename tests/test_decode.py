@@ -82,3 +82,12 @@ def test_five_hundred_words_with_every_decoder() -> None:
     assert is_tree(eisner) and is_projective(eisner)
     score = lambda heads: float(sum(S[i, h] for i, h in enumerate(heads, start=1)))  # noqa: E731
     assert score(argmax) >= score(mst) >= score(eisner)  # each decoder searches a smaller set of structures
+
+
+def test_argmax_with_a_fixed_root_is_the_structformer_decoder() -> None:
+    # word 2 is the highest word: it becomes the root even though word 1 scores ROOT best
+    scores = [[0, 0, 0, 0], [0, 0, 5, 1], [0, 9, 0, 2], [0, 1, 7, 0]]
+    scores[1][0] = 10.0
+    assert argmax_heads(scores) == [0, 1, 2]
+    assert argmax_heads(scores, root=2) == [2, 0, 2]
+    assert decode_batch([scores, scores], "argmax", roots=[2, None]) == [[2, 0, 2], [0, 1, 2]]

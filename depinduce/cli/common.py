@@ -12,3 +12,13 @@ class UserError(click.ClickException):
 
     def show(self, file=None) -> None:  # noqa: D102 - click's hook
         click.echo(self.message, err=True)
+
+
+def stdout_console():
+    """A rich console for results on stdout; when piped, wide enough that tables never squeeze their cells."""
+    from rich.console import Console
+
+    console = Console(soft_wrap=True)
+    if not console.is_terminal:
+        console = Console(soft_wrap=True, width=160)
+    return console

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import click
-from rich.console import Console
+from depinduce.cli.common import stdout_console
 
 from depinduce.io import read_sentences
 from depinduce.metrics import evaluate, render_table
@@ -31,4 +31,4 @@ def eval_command(gold_path: str, pred_path: str, keep_punct: bool, punct_rule: s
     if as_json:
         click.echo(result.to_json())
     else:
-        render_table(result, Console(soft_wrap=True), by_length=by_length)
+        render_table(result, stdout_console(), by_length=by_length)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
+from depinduce.cli.common import stdout_console
 from rich.table import Table
 
 from depinduce.models.registry import registrations
@@ -41,4 +41,4 @@ def models_command(as_json: bool) -> None:
             row["objective"],
             row["provider"],
         )
-    Console(soft_wrap=True).print(table)
+    stdout_console().print(table)

@@ -25,10 +25,12 @@ from depinduce.structures.mst import chu_liu_edmonds
 DECODERS = ("mst", "eisner", "argmax")
 
 
-def argmax_heads(scores: Any) -> list[int]:
+def argmax_heads(scores: Any, root: int | None = None) -> list[int]:
     """Each word's highest-scoring head, the diagonal excluded; ties go to the lowest position (ROOT first).
 
-    The result may not be a tree (cycles, several or no root words).  NaN scores are rejected.
+    With ``root`` (1-based), that word is the only root and every other word takes its best *word* head — the
+    StructFormer paper's decoder, whose root is the word with the greatest height.  The result may not be a tree
+    (cycles; without ``root`` also several or no root words).  NaN scores are rejected.
     """
     if hasattr(scores, "detach"):
         scores = scores.detach().cpu().numpy()
@@ -42,7 +44,12 @@ def argmax_heads(scores: Any) -> list[int]:
         raise ValueError("score matrix contains NaN")
     N = S.shape[0]
     S.reshape(-1)[:: N + 1] = -np.inf
-    heads: list[int] = body.argmax(axis=1).tolist()
+    if root is None:
+        return body.argmax(axis=1).tolist()
+    if not 1 <= root < N:
+        raise ValueError(f"root {root} is outside 1..{N - 1}")
+    heads: list[int] = (body[:, 1:].argmax(axis=1) + 1).tolist() if N > 2 else [0]
+    heads[root - 1] = 0
     return heads
 
 
@@ -61,10 +68,17 @@ def decode_heads(scores: Any, method: str = "mst") -> list[int]:
     return argmax_heads(scores)
 
 
-def decode_batch(matrices: Sequence[Any], method: str = "mst") -> list[list[int]]:
-    """Heads for many sentences; Eisner runs as padded batches of similar lengths, the others one by one."""
+def decode_batch(
+    matrices: Sequence[Any], method: str = "mst", roots: Sequence[int | None] | None = None
+) -> list[list[int]]:
+    """Heads for many sentences; Eisner runs as padded batches of similar lengths, the others one by one.
+
+    ``roots`` (argmax only) fixes each sentence's root word, as :func:`argmax_heads` describes.
+    """
     _check_method(method)
     if method == "eisner":
         return eisner_batch(matrices)
-    decode = chu_liu_edmonds if method == "mst" else argmax_heads
-    return [decode(m) for m in matrices]
+    if method == "mst":
+        return [chu_liu_edmonds(m) for m in matrices]
+    roots = roots if roots is not None else [None] * len(matrices)
+    return [argmax_heads(m, root) for m, root in zip(matrices, roots)]
