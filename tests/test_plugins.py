@@ -77,3 +77,14 @@ def test_two_providers_of_one_name_is_a_clear_error(tmp_path: Path) -> None:
     assert len(message.splitlines()) == 1 and "Traceback" not in result.stderr
     assert "'right-branching' is registered twice" in message
     assert "impostor 1.0" in message and "depinduce" in message
+
+
+def test_a_broken_plugin_does_not_hide_the_others(tmp_path: Path) -> None:
+    _make_dist(tmp_path, "broken", "broken-model = broken_backend:Missing", "x = 1\n")
+    result = _run(["models", "--json"], tmp_path)
+    assert result.returncode == 0
+    names = {row["name"] for row in json.loads(result.stdout)}
+    assert "right-branching" in names and "broken-model" not in names
+    assert "backend 'broken-model' from broken 1.0 failed to load" in result.stderr
+    parsed = _run(["parse", "--model", "broken-model", "-"], tmp_path, "a b\n")
+    assert parsed.returncode == 2 and "failed to load" in parsed.stderr and "Traceback" not in parsed.stderr

@@ -8,6 +8,7 @@ import click
 from depinduce.cli.common import stdout_console
 from rich.table import Table
 
+from depinduce.errors import DepinduceError
 from depinduce.models.registry import registrations
 
 
@@ -17,7 +18,11 @@ def models_command(as_json: bool) -> None:
     """List the backends registered in the 'depinduce.models' entry-point group."""
     rows = []
     for name, reg in registrations().items():
-        cls = reg.load_class()
+        try:
+            cls = reg.load_class()
+        except DepinduceError as exc:  # one broken plugin must not hide the others
+            click.echo(f"warning: {exc}", err=True)
+            continue
         rows.append(
             {
                 "name": name,
