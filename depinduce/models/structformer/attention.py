@@ -1,0 +1,207 @@
+"""Dependency-constrained self-attention and the pre-LayerNorm transformer block (paper section 4.3).
+
+Each head mixes the parent and dependent relations, M = w_parent·P + w_dep·Pᵀ with (w_parent, w_dep) =
+softmax(ρ) per layer and head, and replaces softmax attention by independent gates:
+weights[i, j] = sigmoid(q_i·k_j/√d_h) · M[i, j], then attention dropout, then ·V.  Padding keys get weight zero
+because P has zero rows and columns at padding (``parent_distribution`` guarantees it), so no separate key mask
+is needed.
+
+Memory: the (B, heads, T, T) gates, relation and weight tensors are not kept for backward; backward recomputes
+them from q, k, v and P (one extra q·kᵀ product per layer), which keeps long-sentence batches small.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from depinduce.models.structformer.dropout import (
+    apply_dropout,
+    drop_mask,
+    leaky_relu_dropout_,
+    new_seed,
+    residual_dropout_,
+)
+from depinduce.models.structformer.kernels import linear_backward, norm_linear, position_linear
+
+
+def _relation(parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
+    """(B, heads, T, T) = w_parent[h]·P + w_dep[h]·Pᵀ."""
+    return mixture[:, 0, None, None] * parent[:, None] + mixture[:, 1, None, None] * parent.transpose(1, 2)[:, None]
+
+
+def _split_heads(qkv: torch.Tensor, n_heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(B, T, 3·H) → q, k, v as (B, heads, T, d) views."""
+    batch, width, three_hidden = qkv.shape
+    parts = qkv.view(batch, width, 3, n_heads, three_hidden // (3 * n_heads)).permute(2, 0, 3, 1, 4)
+    return parts[0], parts[1], parts[2]
+
+
+def _merge_heads(context: torch.Tensor) -> torch.Tensor:
+    """(B, heads, T, d) → (B, T, heads·d)."""
+    batch, heads, width, dim = context.shape
+    return context.transpose(1, 2).reshape(batch, width, heads * dim)
+
+
+class _AttentionCore(torch.autograd.Function):
+    """out(dropout(sigmoid(q·kᵀ·scale) ⊙ M) · v) from the fused q/k/v projection (B, T, 3·H), keeping only
+    that projection and P.
+
+    Heads are processed one at a time with batched matmuls that read q, k and v straight out of the projection
+    (strided, no copies) and write each head's context into its slice of the output.  Backward recomputes the
+    gates, relations and weights (one more q·kᵀ product per layer) instead of storing (B, heads, T, T) tensors.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, qkv: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor, out_weight: torch.Tensor,
+                out_bias: torch.Tensor, n_heads: int, p: float, seed: int | None) -> torch.Tensor:
+        heads = _Heads(qkv, parent, mixture, n_heads, p, seed)
+        ctx.n_heads, ctx.p, ctx.seed = n_heads, p, seed
+        ctx.save_for_backward(qkv, parent, mixture, out_weight)
+        context = qkv.new_empty(heads.shape)
+        for h in range(n_heads):
+            weights = heads.weights(h)[0]
+            torch.bmm(weights, heads.v(h), out=context[:, :, h])
+        return position_linear(context.view(heads.shape[0], heads.shape[1], -1), out_weight, out_bias)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        qkv, parent, mixture, out_weight = ctx.saved_tensors
+        heads = _Heads(qkv, parent, mixture, ctx.n_heads, ctx.p, ctx.seed)
+        batch, width = heads.shape[:2]
+        context = qkv.new_empty(heads.shape)
+        per_head = []
+        for h in range(ctx.n_heads):
+            weights, gates, relation = heads.weights(h)
+            torch.bmm(weights, heads.v(h), out=context[:, :, h])
+            per_head.append((weights, gates, relation))
+        grad_context, grad_out_weight, grad_out_bias = linear_backward(
+            grad.contiguous(), context.view(batch, width, -1), out_weight
+        )
+        del context
+        grad_context = grad_context.reshape(heads.shape)
+        grad_qkv = qkv.new_empty(qkv.shape).view(batch, width, 3, ctx.n_heads, -1)
+        grad_parent = torch.zeros_like(parent)
+        grad_mixture = torch.zeros_like(mixture)
+        parent_t = parent.transpose(1, 2).contiguous()
+        mix = mixture.tolist()
+        for h in range(ctx.n_heads):
+            weights, gates, relation = per_head[h]
+            per_head[h] = None
+            grad_h = grad_context[:, :, h]
+            torch.bmm(weights.transpose(1, 2), grad_h, out=grad_qkv[:, :, 2, h])
+            del weights
+            grad_weights = torch.bmm(grad_h, heads.v(h).transpose(1, 2))
+            if ctx.seed is not None:
+                grad_weights.masked_fill_(heads.dropped(h), 0.0).mul_(1.0 / (1.0 - ctx.p))
+            grad_relation = grad_weights * gates
+            grad_parent.add_(grad_relation, alpha=mix[h][0]).add_(grad_relation.transpose(1, 2), alpha=mix[h][1])
+            grad_mixture[h, 0] = torch.dot(grad_relation.view(-1), parent.reshape(-1))
+            grad_mixture[h, 1] = torch.dot(grad_relation.view(-1), parent_t.view(-1))
+            del grad_relation
+            # d sigmoid = g (1 − g); computed in place on tensors that are no longer needed.
+            grad_scores = grad_weights.mul_(relation).mul_(gates).mul_(gates.neg_().add_(1.0)).mul_(heads.scale)
+            torch.bmm(grad_scores, heads.k(h), out=grad_qkv[:, :, 0, h])
+            torch.bmm(grad_scores.transpose(1, 2), heads.q(h), out=grad_qkv[:, :, 1, h])
+        return (grad_qkv.view(qkv.shape), grad_parent, grad_mixture, grad_out_weight, grad_out_bias,
+                None, None, None)
+
+
+class _Heads:
+    """Per-head views of a fused q/k/v projection and the per-head attention weights (no autograd)."""
+
+    def __init__(self, qkv: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor, n_heads: int, p: float,
+                 seed: int | None) -> None:
+        batch, width, three_hidden = qkv.shape
+        dim = three_hidden // (3 * n_heads)
+        self.shape = (batch, width, n_heads, dim)
+        self.parts = qkv.view(batch, width, 3, n_heads, dim)
+        self.scale = dim**-0.5
+        self.parent, self.parent_t = parent, parent.transpose(1, 2)
+        self.mixture = mixture.tolist()
+        self.p = p
+        self.drop = None if seed is None else drop_mask((n_heads, batch, width, width), p, seed)
+
+    def q(self, h: int) -> torch.Tensor:
+        return self.parts[:, :, 0, h]
+
+    def k(self, h: int) -> torch.Tensor:
+        return self.parts[:, :, 1, h]
+
+    def v(self, h: int) -> torch.Tensor:
+        return self.parts[:, :, 2, h]
+
+    def dropped(self, h: int) -> torch.Tensor:
+        assert self.drop is not None
+        return self.drop[h]
+
+    def weights(self, h: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(weights after dropout, sigmoid gates, relation M) of head h, each (B, T, T)."""
+        gates = torch.bmm(self.q(h), self.k(h).transpose(1, 2)).mul_(self.scale).sigmoid_()
+        relation = torch.mul(self.parent, self.mixture[h][0]).add_(self.parent_t, alpha=self.mixture[h][1])
+        weights = gates * relation
+        if self.drop is not None:
+            weights.masked_fill_(self.drop[h], 0.0).mul_(1.0 / (1.0 - self.p))
+        return weights, gates, relation
+
+
+class DependencyAttention(nn.Module):
+    """Multi-head attention whose weights are gated by the soft dependency graph instead of a softmax.
+
+    The module's input is the (pre-LayerNorm) residual stream; the block's LayerNorm is applied here, fused with
+    the q/k/v projection.
+    """
+
+    def __init__(self, hidden_size: int, n_heads: int, dropatt: float) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.head_dim = hidden_size // n_heads
+        self.dropatt = dropatt
+        self.qkv = nn.Linear(hidden_size, 3 * hidden_size)  # one matmul for q, k and v
+        self.out = nn.Linear(hidden_size, hidden_size)
+        for weight in self.qkv.weight.data.chunk(3, dim=0):  # Xavier per projection, as the authors do
+            nn.init.xavier_uniform_(weight)
+        nn.init.xavier_uniform_(self.out.weight)
+        nn.init.zeros_(self.qkv.bias)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, x: torch.Tensor, norm: nn.LayerNorm, parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
+        """``x`` (B, T, H), ``parent`` (B, T, T), ``mixture`` (n_heads, 2) = (w_parent, w_dep) per head; returns a
+        fresh (B, T, H) tensor."""
+        qkv = norm_linear(x, norm, self.qkv)
+        parent = parent.to(qkv.dtype)
+        if qkv.device.type != "cpu":  # dropout masks are redrawn only on CPU: plain autograd ops elsewhere
+            q, k, v = _split_heads(qkv, self.n_heads)
+            weights = torch.sigmoid(torch.matmul(q, k.transpose(-1, -2)) * self.head_dim**-0.5)
+            weights = apply_dropout(weights * _relation(parent, mixture), self.dropatt, self.training)
+            return position_linear(_merge_heads(torch.matmul(weights, v)), self.out.weight, self.out.bias)
+        seed = new_seed() if self.training and self.dropatt > 0.0 else None
+        return _AttentionCore.apply(qkv, parent, mixture, self.out.weight, self.out.bias, self.n_heads,
+                                    self.dropatt, seed)
+
+
+class StructFormerLayer(nn.Module):
+    """x + Drop(Attn(LN(x))), then x + Drop(FFN(LN(x))) with FFN = Linear → LeakyReLU → Dropout → Linear."""
+
+    def __init__(
+        self, hidden_size: int, n_heads: int, ff_size: int, dropout: float, dropatt: float, leaky_slope: float
+    ) -> None:
+        super().__init__()
+        self.dropout = dropout
+        self.leaky_slope = leaky_slope
+        self.attn_norm = nn.LayerNorm(hidden_size)
+        self.attention = DependencyAttention(hidden_size, n_heads, dropatt)
+        self.ff_norm = nn.LayerNorm(hidden_size)
+        self.ff_in = nn.Linear(hidden_size, ff_size)
+        self.ff_out = nn.Linear(ff_size, hidden_size)
+
+    def forward(self, x: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
+        # Each residual sum is written over its branch's fresh output, so every stored activation takes the
+        # place of a temporary and the heap stays compact (see dropout.py).
+        x = residual_dropout_(self.attention(x, self.attn_norm, parent, mixture), x, self.dropout, self.training)
+        inner = leaky_relu_dropout_(norm_linear(x, self.ff_norm, self.ff_in), self.leaky_slope, self.dropout,
+                                    self.training)
+        outer = position_linear(inner, self.ff_out.weight, self.ff_out.bias)
+        return residual_dropout_(outer, x, self.dropout, self.training)

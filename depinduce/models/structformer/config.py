@@ -1,0 +1,48 @@
+"""StructFormer hyperparameters; the defaults are the paper's PTB setting (Shen et al. 2021, section 5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from depinduce.errors import DepinduceError
+
+
+@dataclass
+class StructFormerConfig:
+    """Network shape and regularisation (optimisation settings live in the recipe, not here).
+
+    ``pos_emb`` adds a learned absolute position embedding (the paper's runs use one); positions past
+    ``max_positions - 1`` share the last row, so parsing a longer sentence degrades gracefully instead of failing.
+    ``leaky_slope`` is the FFN's LeakyReLU slope (torch's default, as in the authors' code).
+    """
+
+    hidden_size: int = 512
+    n_layers: int = 8
+    n_heads: int = 8
+    ff_size: int = 2048
+    dropout: float = 0.1
+    dropatt: float = 0.1
+    n_parser_layers: int = 3
+    conv_size: int = 9
+    pos_emb: bool = True
+    max_positions: int = 512
+    leaky_slope: float = 0.01
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, problem: str) -> None:
+            if not ok:
+                raise DepinduceError(f"structformer: {problem}")
+
+        for name in ("hidden_size", "n_layers", "n_heads", "ff_size", "conv_size", "max_positions"):
+            value = getattr(self, name)
+            need(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+                 f"{name} must be a positive integer, not {value!r}")
+        need(isinstance(self.n_parser_layers, int) and self.n_parser_layers >= 0,
+             f"n_parser_layers must be a non-negative integer, not {self.n_parser_layers!r}")
+        need(self.hidden_size % self.n_heads == 0,
+             f"hidden_size ({self.hidden_size}) must be divisible by n_heads ({self.n_heads})")
+        need(self.conv_size % 2 == 1, f"conv_size must be odd (same padding), not {self.conv_size}")
+        for name in ("dropout", "dropatt"):
+            value = getattr(self, name)
+            need(isinstance(value, (int, float)) and 0.0 <= value < 1.0, f"{name} must be in [0, 1), not {value!r}")
+        need(isinstance(self.pos_emb, bool), f"pos_emb must be true or false, not {self.pos_emb!r}")

@@ -1,0 +1,143 @@
+"""Position-wise linear maps and 1-D convolutions over (B, T, C) sequences, routed to oneDNN on CPU.
+
+Why: on the AMD CPUs depinduce is benchmarked on, torch's float32 ``F.linear`` goes to MKL's sgemm, which does
+not use AVX-512 there and reaches about half the speed of oneDNN's convolution kernels on the same data.  A
+linear map applied at every position *is* a 1×1 convolution, and a (B, T, C) tensor viewed as (B, C, 1, T) is
+already in channels-last layout, so ``conv2d`` computes the same numbers with oneDNN, forward and backward,
+without copying the input or the output.  Elsewhere (GPU, other dtypes, tiny inputs) the plain torch ops are used.
+
+The linear maps are autograd Functions whose outputs are ordinary tensors, not views of the 4-D convolution
+output, so that the layers may update them in place (see ``attention.py``): a view created inside a custom
+Function may not be modified in place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+
+def _use_onednn(x: torch.Tensor) -> bool:
+    return (
+        x.device.type == "cpu"
+        and x.dtype == torch.float32
+        and x.dim() == 3
+        and x.numel() > 0
+        and torch.backends.mkldnn.is_available()
+        and torch.backends.mkldnn.enabled
+    )
+
+
+def _as_channels_last(x: torch.Tensor) -> torch.Tensor:
+    """(B, T, C) → a (B, C, 1, T) view with channels-last strides (no copy when ``x`` is contiguous)."""
+    return x.contiguous().transpose(1, 2).unsqueeze(2)
+
+
+def _plain(view: torch.Tensor) -> torch.Tensor:
+    """The same memory as ``view`` but a tensor of its own rather than an autograd view, which may then be
+    modified in place after being returned from a custom Function; only for results computed without autograd."""
+    return torch.empty(0, dtype=view.dtype, device=view.device).set_(
+        view.untyped_storage(), view.storage_offset(), view.size(), view.stride()
+    )
+
+
+def _from_channels_last(y: torch.Tensor) -> torch.Tensor:
+    """(B, O, 1, T) → (B, T, O) sharing ``y``'s memory (computed without autograd)."""
+    return _plain(y.squeeze(2).transpose(1, 2))
+
+
+def _linear_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    with torch.no_grad():
+        if not _use_onednn(x):
+            return _plain(F.linear(x, weight, bias))
+        return _from_channels_last(F.conv2d(_as_channels_last(x), weight[:, :, None, None], bias))
+
+
+def linear_backward(
+    grad: torch.Tensor, x: torch.Tensor, weight: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Gradients of ``position_linear(x, weight, bias)`` with respect to x, weight and bias."""
+    if _use_onednn(x):
+        grad_x, grad_w, grad_b = torch.ops.aten.convolution_backward(
+            _as_channels_last(grad), _as_channels_last(x), weight[:, :, None, None], [weight.size(0)],
+            [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True],
+        )
+        return _from_channels_last(grad_x), grad_w.view_as(weight), grad_b
+    flat_grad = grad.reshape(-1, grad.size(-1))
+    return grad @ weight, flat_grad.t() @ x.reshape(-1, x.size(-1)), flat_grad.sum(0)
+
+
+class _PositionLinear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, weight)
+        return _linear_forward(x, weight, bias)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        x, weight = ctx.saved_tensors
+        return linear_backward(grad.contiguous(), x, weight)
+
+
+def position_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``F.linear(x, weight, bias)`` for ``x`` (B, T, C_in) and ``weight`` (C_out, C_in); the result is a fresh
+    tensor that callers may modify in place."""
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or bias.requires_grad):
+        return _PositionLinear.apply(x, weight, bias)
+    return _linear_forward(x, weight, bias)
+
+
+def sequence_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, padding: int) -> torch.Tensor:
+    """``Conv1d`` over the T axis of ``x`` (B, T, C_in) with ``weight`` (C_out, C_in, k), zero ``padding`` on both
+    ends; returns a (B, T + 2·padding − k + 1, C_out) view (not to be modified in place)."""
+    if not _use_onednn(x):
+        return F.conv1d(x.transpose(1, 2), weight, bias, padding=padding).transpose(1, 2)
+    out = F.conv2d(_as_channels_last(x), weight.unsqueeze(2), bias, padding=(0, padding))
+    return out.squeeze(2).transpose(1, 2)
+
+
+class _NormLinear(torch.autograd.Function):
+    """LayerNorm followed by a position-wise linear map, keeping only the LayerNorm's input for backward.
+
+    The normalised activations are recomputed in backward (one cheap pass) instead of being stored: one
+    (B, T, C) tensor less per use, which is twice per transformer layer."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, norm_weight: torch.Tensor, norm_bias: torch.Tensor,
+                weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
+        normed, mean, rstd = torch.native_layer_norm(x, [x.size(-1)], norm_weight, norm_bias, eps)
+        ctx.eps = eps
+        ctx.save_for_backward(x, mean, rstd, norm_weight, norm_bias, weight)
+        return _linear_forward(normed, weight, bias)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        x, mean, rstd, norm_weight, norm_bias, weight = ctx.saved_tensors
+        normed = torch.native_layer_norm(x, [x.size(-1)], norm_weight, norm_bias, ctx.eps)[0]
+        grad_normed, grad_w, grad_b = linear_backward(grad.contiguous(), normed, weight)
+        del normed
+        grad_x, grad_norm_w, grad_norm_b = torch.ops.aten.native_layer_norm_backward(
+            grad_normed.contiguous(), x, [x.size(-1)], mean, rstd, norm_weight, norm_bias, [True, True, True]
+        )
+        return grad_x, grad_norm_w, grad_norm_b, grad_w, grad_b, None
+
+
+def norm_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, linear: torch.nn.Linear) -> torch.Tensor:
+    """``linear(norm(x))`` for ``x`` (B, T, C); with gradients on, stores one activation instead of two.  The
+    result is a fresh tensor that callers may modify in place."""
+    if not torch.is_grad_enabled():
+        return position_linear(norm(x), linear.weight, linear.bias)
+    return _NormLinear.apply(x, norm.weight, norm.bias, linear.weight, linear.bias, norm.eps)
+
+
+def rows_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``F.linear`` for a flat (N, C_in) batch of rows (the output layer at the masked positions): the rows are
+    folded into 16 sequences (padded with zero rows) so that oneDNN takes them as a batch."""
+    rows = x.size(0)
+    if not (_use_onednn(x.unsqueeze(0)) and rows >= 16):
+        return F.linear(x, weight, bias)
+    per_sequence = -(-rows // 16)
+    folded = F.pad(x, (0, 0, 0, 16 * per_sequence - rows)).view(16, per_sequence, x.size(1))
+    return position_linear(folded, weight, bias).view(16 * per_sequence, -1)[:rows]

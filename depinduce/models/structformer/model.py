@@ -1,0 +1,117 @@
+"""StructFormer (Shen et al. 2021): a masked-LM transformer whose attention follows an induced dependency graph.
+
+The parser (``parser.py``) reads the shared word embedding and predicts syntactic distances and heights; the
+distances are calibrated per sentence; ``parent.py`` turns them into a differentiable parent distribution P; each
+layer's attention is gated by a per-head mixture of P and Pᵀ (``attention.py``).  Trained with the engine's
+masked-LM objective; ``score_tensors`` exposes what the shared decoders need.
+
+Choices that differ from the authors' code (and why):
+- the calibration margin is taken per sentence, not per batch, so a parse does not depend on its batch-mates;
+- the parent contraction is exact but O(n³) through two batched matmuls instead of O(n⁴) over n³ tensors;
+- the output logits are computed only for the hidden states the engine passes (the masked positions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from depinduce.data.vocab import Vocab
+from depinduce.models.base import Capabilities, ParseScores
+from depinduce.models.neural import MaskedLMBackend
+from depinduce.models.structformer.attention import StructFormerLayer
+from depinduce.models.structformer.config import StructFormerConfig
+from depinduce.models.structformer.dropout import apply_dropout
+from depinduce.models.structformer.kernels import rows_linear
+from depinduce.models.structformer.memory import limit_onednn_primitive_cache
+from depinduce.models.structformer.parent import parent_distribution
+from depinduce.models.structformer.parser import SyntacticParser, calibrate_distances
+
+# log(0) replacement in the head-score matrix: the log of float32's smallest normal number (≈ −87.3).
+_LOG_FLOOR = torch.finfo(torch.float32).tiny
+
+
+@dataclass
+class Structure:
+    """The parser's view of a padded batch: calibrated ``distance`` and ``height`` (B, T), the parent
+    distribution ``parent`` (B, T, T) and each word's ``root`` probability (B, T)."""
+
+    distance: torch.Tensor
+    height: torch.Tensor
+    parent: torch.Tensor
+    root: torch.Tensor
+
+
+class StructFormer(MaskedLMBackend):
+    """Transformer + distance/height parser trained end to end by masked-LM; gives dependencies and
+    constituents."""
+
+    name = "structformer"
+    description = "StructFormer (Shen et al. 2021): masked-LM transformer with dependency-constrained attention"
+    capabilities = Capabilities(dependency=True, constituency=True, trainable=True, supervised=False, objective="mlm")
+    config_class = StructFormerConfig
+
+    def __init__(self, config: StructFormerConfig, vocab: Vocab) -> None:
+        super().__init__(config, vocab)
+        limit_onednn_primitive_cache()  # see memory.py: one cached primitive per batch shape fragments the heap
+        hidden = config.hidden_size
+        self.embedding = nn.Embedding(len(vocab), hidden)
+        self.position = nn.Embedding(config.max_positions, hidden) if config.pos_emb else None
+        self.parser = SyntacticParser(hidden, config.n_parser_layers, config.conv_size)
+        # log s0 (constituent boundaries) and log s1 (head choice within a constituent), both starting at 1.
+        self.log_sharpness = nn.Parameter(torch.zeros(2))
+        # ρ: per layer and head, the logits of (parent, dependent) relation weights.
+        self.relation_logits = nn.Parameter(torch.randn(config.n_layers, config.n_heads, 2) * 0.1)
+        self.layers = nn.ModuleList(
+            StructFormerLayer(hidden, config.n_heads, config.ff_size, config.dropout, config.dropatt,
+                              config.leaky_slope)
+            for _ in range(config.n_layers)
+        )
+        self.final_norm = nn.LayerNorm(hidden)
+        self.output_bias = nn.Parameter(torch.zeros(len(vocab)))
+        nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
+        if self.position is not None:
+            nn.init.uniform_(self.position.weight, -0.1, 0.1)
+
+    def structure(self, tokens: torch.Tensor, mask: torch.Tensor, embedded: torch.Tensor | None = None) -> Structure:
+        """Distances, heights and the parent distribution for a padded batch."""
+        if embedded is None:
+            embedded = self.embedding(tokens)
+        distance, height = self.parser(embedded, mask)
+        distance = calibrate_distances(distance, height, mask)
+        sharpness = self.log_sharpness.exp()
+        parent, root = parent_distribution(distance, height, mask, sharpness[0], sharpness[1])
+        return Structure(distance=distance, height=height, parent=parent, root=root)
+
+    def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        embedded = self.embedding(tokens)
+        parent = self.structure(tokens, mask, embedded).parent
+        x = embedded
+        if self.position is not None:
+            positions = torch.arange(tokens.size(1), device=tokens.device).clamp_(max=self.config.max_positions - 1)
+            x = x + self.position(positions)
+        mixtures = self.relation_logits.softmax(dim=-1)
+        for layer, mixture in zip(self.layers, mixtures):
+            x = layer(x, parent, mixture)
+        return self.final_norm(x)
+
+    def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return rows_linear(apply_dropout(hidden, self.config.dropout, self.training), self.embedding.weight, self.output_bias)
+
+    def score_tensors(self, tokens: torch.Tensor, mask: torch.Tensor) -> list[ParseScores]:
+        """Per sentence of n words: ``heads`` (n+1)×(n+1) = log P with column 0 = log(root probability), the
+        diagonal and row 0 −inf, and log 0 floored at log(float32 tiny) so decoders see finite arc scores;
+        ``distances`` = the n−1 calibrated distances; ``heights`` = the n heights."""
+        found = self.structure(tokens, mask)
+        scores = []
+        for b, n in enumerate(mask.sum(dim=-1).tolist()):
+            heads = torch.full((n + 1, n + 1), float("-inf"), dtype=torch.float32, device=tokens.device)
+            heads[1:, 1:] = found.parent[b, :n, :n].float().clamp_min(_LOG_FLOOR).log()
+            heads[1:, 0] = found.root[b, :n].float().clamp_min(_LOG_FLOOR).log()
+            heads[1:, 1:].fill_diagonal_(float("-inf"))
+            scores.append(
+                ParseScores(heads=heads, distances=found.distance[b, : max(n - 1, 0)], heights=found.height[b, :n])
+            )
+        return scores

@@ -1,0 +1,439 @@
+"""StructFormer: parser, calibration, parent distribution, attention kernels, scores and the paper's decoder."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from depinduce.data.vocab import Vocab
+from depinduce.errors import DepinduceError
+from depinduce.models.base import ParseScores
+from depinduce.models.structformer import StructFormer, StructFormerConfig, paper_dependency_heads
+from depinduce.models.structformer.attention import StructFormerLayer, _AttentionCore, _relation
+from depinduce.models.structformer.dropout import apply_dropout, drop_mask
+from depinduce.models.structformer.kernels import norm_linear, position_linear
+from depinduce.models.structformer.parent import parent_distribution
+from depinduce.models.structformer.parser import BIG, calibrate_distances
+from depinduce.structures.dependency import tree_problem
+from depinduce.structures.joint import dependency_from_distances
+from depinduce.structures.mst import chu_liu_edmonds
+
+TINY = {"hidden_size": 16, "n_layers": 2, "n_heads": 4, "ff_size": 32, "conv_size": 3, "max_positions": 64}
+F64 = torch.float64
+
+
+def tiny_model(**overrides: object) -> StructFormer:
+    torch.manual_seed(0)
+    vocab = Vocab([f"w{i}" for i in range(40)])
+    return StructFormer(StructFormerConfig(**{**TINY, **overrides}), vocab)
+
+
+def naive_parent(d: list[float], h: list[float], s0: float, s1: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The definition, term by term: O(n⁴) loops over (i, l, r, j)."""
+    n = len(h)
+    dd, hh = torch.tensor(d, dtype=F64), torch.tensor(h, dtype=F64)
+
+    def crosses(i: int, k: int) -> float:
+        return float(torch.sigmoid(s0 * (hh[i] - dd[k])))
+
+    parent = torch.zeros(n, n, dtype=F64)
+    for i in range(n):
+        def left(l: int) -> float:  # P(L_i <= l)
+            return 0.0 if l < 0 else min((crosses(i, k) for k in range(l, i)), default=1.0)
+
+        def right(r: int) -> float:  # P(R_i >= r)
+            return 0.0 if r >= n else min((crosses(i, k) for k in range(i, r)), default=1.0)
+
+        for l in range(i + 1):
+            for r in range(i, n):
+                weight = (left(l) - left(l - 1)) * (right(r) - right(r + 1))
+                head = torch.softmax(s1 * hh[l : r + 1], dim=0)
+                for j in range(l, r + 1):
+                    parent[i, j] += weight * head[j - l]
+    root = parent.diagonal().clone()
+    parent.fill_diagonal_(0.0)
+    return parent, root
+
+
+def padded(rows_d: list[list[float]], rows_h: list[list[float]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Batch tensors as the parser makes them: +BIG after the last word and at padding, −BIG heights at padding."""
+    width = max(len(h) for h in rows_h)
+    distance = torch.full((len(rows_h), width), BIG, dtype=F64)
+    height = torch.full((len(rows_h), width), -BIG, dtype=F64)
+    mask = torch.zeros((len(rows_h), width), dtype=torch.bool)
+    for b, (d, h) in enumerate(zip(rows_d, rows_h)):
+        distance[b, : len(d)] = torch.tensor(d, dtype=F64)
+        height[b, : len(h)] = torch.tensor(h, dtype=F64)
+        mask[b, : len(h)] = True
+    return distance, height, mask
+
+
+def random_sentence(rng: random.Random, n: int) -> tuple[list[float], list[float]]:
+    return [rng.gauss(0, 1.5) for _ in range(n - 1)], [rng.gauss(0, 1.5) for _ in range(n)]
+
+
+# ---------------------------------------------------------------------------------------------- parent distribution
+
+
+def test_fast_contraction_equals_the_naive_definition_in_a_padded_batch() -> None:
+    rng = random.Random(1)
+    sentences = [random_sentence(rng, n) for n in (1, 2, 5, 7)]
+    distance, height, mask = padded([d for d, _ in sentences], [h for _, h in sentences])
+    s0, s1 = torch.tensor(1.7, dtype=F64), torch.tensor(0.6, dtype=F64)
+    parent, root = parent_distribution(distance, height, mask, s0, s1)
+    for b, (d, h) in enumerate(sentences):
+        n = len(h)
+        want_parent, want_root = naive_parent(d, h, 1.7, 0.6)
+        assert torch.allclose(parent[b, :n, :n], want_parent, atol=1e-12)
+        assert torch.allclose(root[b, :n], want_root, atol=1e-12)
+        assert torch.all(parent[b, n:] == 0) and torch.all(parent[b, :, n:] == 0) and torch.all(root[b, n:] == 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(min_value=1, max_value=12),
+    seed=st.integers(min_value=0, max_value=10_000),
+    log_s0=st.floats(min_value=-3, max_value=4),
+    log_s1=st.floats(min_value=-3, max_value=4),
+)
+def test_rows_are_sub_probabilities_and_the_rest_is_root(n: int, seed: int, log_s0: float, log_s1: float) -> None:
+    rng = random.Random(seed)
+    d, h = random_sentence(rng, n)
+    distance, height, mask = padded([d], [h])
+    s0, s1 = torch.tensor(log_s0, dtype=F64).exp(), torch.tensor(log_s1, dtype=F64).exp()
+    parent, root = parent_distribution(distance, height, mask, s0, s1)
+    assert torch.all(parent >= 0) and torch.all(root >= 0)
+    assert torch.all(parent.sum(-1) <= 1 + 1e-9)
+    assert torch.allclose(parent.sum(-1) + root, torch.ones(1, n, dtype=F64), atol=1e-9)
+
+
+def consistent_structure(rng: random.Random, n: int) -> tuple[list[float], list[float], list[int]]:
+    """Distances (distinct even numbers) and heights such that every word sits above the distances inside the
+    span where it attaches and below that span's boundaries, with the attachment side chosen at random; returns
+    them with the heads built alongside (1-based, 0 = ROOT)."""
+    distances = [2.0 * (k + 1) for k in range(n - 1)]
+    rng.shuffle(distances)
+    heights = [0.0] * n
+    heads = [0] * n
+    span_head = {i: i for i in range(n)}  # span start -> head
+    start_of, end_of = list(range(n)), list(range(n))
+    for k in sorted(range(n - 1), key=lambda k: distances[k]):
+        left_start, right_end = start_of[k], end_of[k + 1]
+        left, right = span_head[left_start], span_head[k + 1]
+        winner, loser = (left, right) if rng.random() < 0.5 else (right, left)
+        heads[loser] = winner + 1
+        heights[loser] = distances[k] + 1.0
+        span_head[left_start] = winner
+        end_of[left_start], start_of[right_end] = right_end, left_start
+    root = span_head[0]
+    heights[root] = 2.0 * n + 1.0
+    return distances, heights, heads
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sharp_temperatures_reproduce_the_joint_algorithm(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.randint(2, 9)
+    distances, heights, built = consistent_structure(rng, n)
+    expected = dependency_from_distances(distances, heights)
+    assert expected == built  # the hand-built structure is the joint algorithm's tree
+    distance, height, mask = padded([distances], [heights])
+    sharp = torch.tensor(60.0, dtype=F64)
+    parent, root = parent_distribution(distance, height, mask, sharp, sharp)
+    for i in range(n):
+        if expected[i] == 0:
+            assert root[0, i] > 0.999 and parent[0, i].sum() < 1e-3
+        else:
+            assert parent[0, i, expected[i] - 1] > 0.999
+
+
+def test_a_300_word_sentence_stays_small() -> None:
+    n = 300
+    torch.manual_seed(0)
+    distance = torch.randn(1, n, dtype=F64).index_fill_(1, torch.tensor([n - 1]), BIG).requires_grad_()
+    height = torch.randn(1, n, dtype=F64, requires_grad=True)
+    mask = torch.ones(1, n, dtype=torch.bool)
+    biggest = 0
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        nonlocal biggest
+        biggest = max(biggest, t.numel())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        parent, root = parent_distribution(distance, height, mask, torch.tensor(1.0), torch.tensor(1.0))
+    (parent.sum() + root.sum()).backward()
+    assert biggest <= n * n  # never an n³ tensor kept for backward
+    assert torch.isfinite(height.grad).all() and torch.isfinite(distance.grad).all()
+    assert torch.allclose(parent.sum(-1) + root, torch.ones(1, n, dtype=F64), atol=1e-9)
+
+
+def test_extreme_sharpness_stays_finite() -> None:
+    distance, height, mask = padded([[0.0, 30.0, -10.0]], [[-40.0, 25.0, 5.0, 50.0]])
+    huge = torch.tensor(80.0, dtype=F64)
+    parent, root = parent_distribution(distance, height, mask, huge, huge)
+    assert torch.isfinite(parent).all() and torch.isfinite(root).all()
+    assert torch.all(parent.sum(-1) + root <= 1 + 1e-9)
+
+
+# ------------------------------------------------------------------------------------------------------ calibration
+
+
+def test_calibration_margin_is_per_sentence() -> None:
+    # Sentence A (d = 3, 5; h = 0, 1, 0.5): the span of word 2 alone has boundaries 5 (left) and the sentence end,
+    # so m = min(5 − 0.5, ∞) = 4.5, the largest over its spans (the whole sentence excluded).  Sentence B's
+    # largest margin is 100, which must not leak into A as the authors' per-batch maximum would.
+    d_a, h_a = [3.0, 5.0], [0.0, 1.0, 0.5]
+    distance, height, mask = padded([d_a, [100.0]], [h_a, [0.0, 0.0]])
+    calibrated = calibrate_distances(distance.float(), height.float(), mask)
+    assert torch.allclose(calibrated[0, :2], torch.tensor([3.0 - 4.5, 5.0 - 4.5]))
+    assert torch.allclose(calibrated[1, :1], torch.tensor([0.0]))
+    assert calibrated[0, 2] == BIG and calibrated[1, 1] == BIG
+
+
+def test_calibration_brute_force() -> None:
+    rng = random.Random(3)
+    d, h = random_sentence(rng, 6)
+    distance, height, mask = padded([d], [h])
+    n = len(h)
+    best = 0.0
+    for i in range(n):
+        for j in range(i, n):
+            if (i, j) == (0, n - 1):
+                continue
+            hmax = max(h[i : j + 1])
+            left = float("inf") if i == 0 else d[i - 1]
+            right = float("inf") if j == n - 1 else d[j]
+            best = max(best, min(max(left - hmax, 0.0), max(right - hmax, 0.0)))
+    calibrated = calibrate_distances(distance, height, mask)
+    assert torch.allclose(calibrated[0, : n - 1], torch.tensor(d, dtype=F64) - best)
+
+
+# ------------------------------------------------------------------------------------------------------------ model
+
+
+def masked_lm_loss(model: StructFormer, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    masked = mask & (torch.arange(tokens.numel()).view(tokens.shape) % 3 == 0)
+    hidden = model.encode(tokens.masked_fill(masked, model.vocab.mask_index), mask)
+    return F.cross_entropy(model.output_logits(hidden[masked]), tokens[masked])
+
+
+def batch_of(*rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    tokens = torch.zeros(len(rows), width, dtype=torch.long)
+    mask = torch.zeros(len(rows), width, dtype=torch.bool)
+    for b, row in enumerate(rows):
+        tokens[b, : len(row)] = torch.tensor(row)
+        mask[b, : len(row)] = True
+    return tokens, mask
+
+
+def test_gradients_reach_the_parser_through_the_masked_lm_loss() -> None:
+    model = tiny_model()
+    model.train()
+    tokens, mask = batch_of(list(range(3, 12)), list(range(20, 26)))
+    masked_lm_loss(model, tokens, mask).backward()
+    parser = model.parser
+    for name, param in [
+        *(("conv", conv.weight) for conv in parser.convs),
+        ("distance_conv", parser.distance_conv.weight),
+        ("distance_out", parser.distance_out.weight),
+        ("height_proj", parser.height_proj.weight),
+        ("height_out", parser.height_out.weight),
+        ("temperatures", model.log_sharpness),
+        ("relation mixture", model.relation_logits),
+    ]:
+        assert param.grad is not None and param.grad.abs().sum() > 0, name
+
+
+def test_padding_does_not_change_a_sentence() -> None:
+    model = tiny_model()
+    model.eval()
+    short = [5, 9, 13, 2, 7]
+    alone_tokens, alone_mask = batch_of(short)
+    batch_tokens, batch_mask = batch_of(list(range(3, 14)), short)
+    with torch.no_grad():
+        alone = model.structure(alone_tokens, alone_mask)
+        in_batch = model.structure(batch_tokens, batch_mask)
+        hidden_alone = model.encode(alone_tokens, alone_mask)
+        hidden_batch = model.encode(batch_tokens, batch_mask)
+    n = len(short)
+    assert torch.allclose(alone.parent[0], in_batch.parent[1, :n, :n], atol=1e-5)
+    assert torch.allclose(alone.root[0], in_batch.root[1, :n], atol=1e-5)
+    assert torch.allclose(alone.distance[0, : n - 1], in_batch.distance[1, : n - 1], atol=1e-5)
+    assert torch.allclose(hidden_alone[0], hidden_batch[1, :n], atol=1e-5)
+
+
+def test_score_tensors_shapes_and_log_parent_matrix() -> None:
+    model = tiny_model()
+    tokens, mask = batch_of([4, 8, 15, 16, 23], [42, 7], [9])
+    scores = model.score_tensors(tokens, mask)
+    structure = model.structure(tokens, mask)
+    for b, n in enumerate((5, 2, 1)):
+        s = scores[b]
+        assert s.heads.shape == (n + 1, n + 1) and s.distances.shape == (n - 1,) and s.heights.shape == (n,)
+        assert torch.all(torch.isinf(s.heads[0])) and torch.all(torch.isinf(s.heads[1:, 1:].diagonal()))
+        off_diagonal = s.heads[1:, 1:][~torch.eye(n, dtype=torch.bool)]
+        assert torch.isfinite(off_diagonal).all() and torch.isfinite(s.heads[1:, 0]).all()
+        assert torch.allclose(s.heads[1:, 0].exp(), structure.root[b, :n], atol=1e-6)
+        assert tree_problem(chu_liu_edmonds(s.heads.detach())) is None
+
+
+def test_paper_decoder_takes_argmax_parents_and_the_highest_word_as_root() -> None:
+    neg = float("-inf")
+    heads = torch.tensor(
+        [
+            [neg, neg, neg, neg],
+            [-0.1, neg, -0.5, -3.0],  # word 1: best parent word 2
+            [-2.0, -0.2, neg, -0.3],  # word 2: best parent word 1 (a cycle with word 1: not forced to a tree)
+            [-1.0, -0.9, -0.4, neg],  # word 3: best parent word 2, but it is the highest word
+        ]
+    )
+    scores = ParseScores(heads=heads, heights=torch.tensor([0.1, 0.2, 3.0]))
+    assert paper_dependency_heads(scores) == [2, 1, 0]
+    single = ParseScores(heads=torch.full((2, 2), neg), heights=torch.tensor([1.0]))
+    assert paper_dependency_heads(single) == [0]
+
+
+def test_paper_decoder_on_sharp_model_scores_matches_mst() -> None:
+    model = tiny_model()
+    tokens, mask = batch_of([4, 8, 15, 16, 23, 5, 6])
+    with torch.no_grad():
+        model.log_sharpness.fill_(4.0)
+    score = model.score_tensors(tokens, mask)[0]
+    decoded = paper_dependency_heads(score)
+    assert len(decoded) == 7 and decoded.count(0) == 1
+
+
+def test_config_is_checked_and_unknown_options_are_one_line_errors() -> None:
+    with pytest.raises(DepinduceError, match="divisible"):
+        StructFormerConfig(hidden_size=30, n_heads=8)
+    with pytest.raises(DepinduceError, match="odd"):
+        StructFormerConfig(conv_size=4)
+    with pytest.raises(DepinduceError, match="unknown model option"):
+        StructFormer.from_config({"layers": 3}, Vocab(["a"]))
+    defaults = StructFormerConfig()
+    assert (defaults.n_layers, defaults.hidden_size, defaults.n_heads, defaults.ff_size) == (8, 512, 8, 2048)
+    assert (defaults.n_parser_layers, defaults.conv_size, defaults.dropout, defaults.pos_emb) == (3, 9, 0.1, True)
+
+
+def test_run_directory_round_trip(tmp_path) -> None:
+    import yaml
+
+    model = tiny_model()
+    model.vocab.save(tmp_path / "vocab.json")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"model": "structformer", "model_config": TINY}))
+    torch.save(model.state_dict(), tmp_path / "model.pt")
+    loaded = StructFormer.load(tmp_path)
+    words = [["w3", "w7", "w1"], ["w2", "w9"]]
+    for a, b in zip(model.parse_scores(words), loaded.parse_scores(words)):
+        assert torch.equal(a.heads, b.heads) and torch.equal(a.distances, b.distances)
+
+
+def test_positions_past_the_table_reuse_the_last_row() -> None:
+    model = tiny_model(max_positions=4)
+    model.eval()
+    tokens, mask = batch_of(list(range(3, 12)))
+    with torch.no_grad():
+        assert torch.isfinite(model.encode(tokens, mask)).all()
+
+
+# ------------------------------------------------------------------------------------------ kernels and dropout
+
+
+def plain_layer(layer: StructFormerLayer, x: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
+    """The block written with ordinary torch ops (no dropout): the reference for the fused kernels."""
+    attention = layer.attention
+    qkv = F.linear(layer.attn_norm(x), attention.qkv.weight, attention.qkv.bias)
+    batch, width, _ = x.shape
+    q, k, v = qkv.view(batch, width, 3, attention.n_heads, attention.head_dim).permute(2, 0, 3, 1, 4)
+    weights = torch.sigmoid(q @ k.transpose(-1, -2) / attention.head_dim**0.5) * _relation(parent, mixture)
+    context = (weights @ v).transpose(1, 2).reshape(batch, width, -1)
+    x = x + F.linear(context, attention.out.weight, attention.out.bias)
+    inner = F.leaky_relu(F.linear(layer.ff_norm(x), layer.ff_in.weight, layer.ff_in.bias), layer.leaky_slope)
+    return x + F.linear(inner, layer.ff_out.weight, layer.ff_out.bias)
+
+
+def test_fused_layer_matches_plain_torch_ops() -> None:
+    torch.manual_seed(0)
+    layer = StructFormerLayer(32, 4, 64, dropout=0.0, dropatt=0.0, leaky_slope=0.01)
+    for param in layer.parameters():
+        torch.nn.init.normal_(param, std=0.3)
+    x = torch.randn(20, 9, 32, requires_grad=True)  # batch ≥ 16: the oneDNN route
+    parent = torch.rand(20, 9, 9, requires_grad=True)
+    mixture = torch.rand(4, 2, requires_grad=True)
+    inputs = [x, parent, mixture, *layer.parameters()]
+    out = layer(x, parent, mixture)
+    grad = torch.randn_like(out)
+    got = torch.autograd.grad(out, inputs, grad)
+    reference = plain_layer(layer, x, parent, mixture)
+    want = torch.autograd.grad(reference, inputs, grad)
+    assert torch.allclose(out, reference, atol=1e-4)
+    for a, b in zip(got, want):
+        assert torch.allclose(a, b, atol=1e-4 * max(1.0, b.abs().max().item()))
+
+
+def test_attention_core_gradients_with_dropout() -> None:
+    torch.manual_seed(0)
+    heads, width, dim = 3, 5, 4
+    qkv = torch.randn(2, width, 3 * heads * dim, dtype=F64, requires_grad=True)
+    parent = torch.rand(2, width, width, dtype=F64, requires_grad=True)
+    mixture = torch.rand(heads, 2, dtype=F64, requires_grad=True)
+    weight = torch.randn(6, heads * dim, dtype=F64, requires_grad=True)
+    bias = torch.randn(6, dtype=F64, requires_grad=True)
+    for seed in (None, 123):
+        assert torch.autograd.gradcheck(
+            lambda *a: _AttentionCore.apply(*a, heads, 0.3, seed), (qkv, parent, mixture, weight, bias)
+        )
+
+
+def test_layer_gradients_with_dropout_are_exact() -> None:
+    torch.manual_seed(0)
+    layer = StructFormerLayer(8, 2, 12, dropout=0.2, dropatt=0.3, leaky_slope=0.01).double()
+    x = torch.randn(2, 4, 8, dtype=F64, requires_grad=True)
+    parent = torch.rand(2, 4, 4, dtype=F64, requires_grad=True)
+    mixture = torch.rand(2, 2, dtype=F64, requires_grad=True)
+
+    def run(x: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
+        torch.manual_seed(11)  # the same dropout masks on every call
+        return layer(x, parent, mixture)
+
+    assert torch.autograd.gradcheck(run, (x, parent, mixture), fast_mode=True)
+
+
+def test_linear_kernels_match_torch() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(18, 7, 12, requires_grad=True)
+    norm, linear = torch.nn.LayerNorm(12), torch.nn.Linear(12, 20)
+    torch.nn.init.normal_(norm.weight)
+    for fused, plain in (
+        (lambda: position_linear(x, linear.weight, linear.bias), lambda: linear(x)),
+        (lambda: norm_linear(x, norm, linear), lambda: linear(norm(x))),
+    ):
+        params = [x, linear.weight, linear.bias, norm.weight, norm.bias]
+        out, ref = fused(), plain()
+        grad = torch.randn_like(ref)
+        got = torch.autograd.grad(out, params, grad, allow_unused=True)
+        want = torch.autograd.grad(ref, params, grad, allow_unused=True)
+        assert torch.allclose(out, ref, atol=1e-5)
+        for a, b in zip(got, want):
+            assert (a is None and b is None) or torch.allclose(a, b, atol=1e-4)
+
+
+def test_dropout_masks_rate_reproducibility_and_gradient() -> None:
+    mask = drop_mask((400, 500), 0.1, seed=7)
+    assert abs(mask.float().mean().item() - 0.1) < 0.005
+    assert torch.equal(mask, drop_mask((400, 500), 0.1, seed=7))
+    assert not torch.equal(mask, drop_mask((400, 500), 0.1, seed=8))
+    x = torch.randn(50, 40, requires_grad=True)
+    out = apply_dropout(x, 0.25, training=True)
+    (grad,) = torch.autograd.grad(out.sum(), x)
+    kept = out != 0
+    assert torch.allclose(out[kept], x[kept] / 0.75)
+    assert torch.allclose(grad, kept.float() / 0.75)
+    assert apply_dropout(x, 0.25, training=False) is x
