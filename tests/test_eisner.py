@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import pytest
@@ -12,34 +11,7 @@ from hypothesis import strategies as st
 
 from depinduce.structures.dependency import is_projective, is_tree
 from depinduce.structures.eisner import eisner, eisner_batch, eisner_single
-
-
-@functools.lru_cache(maxsize=None)
-def projective_trees(n: int) -> np.ndarray:
-    """Every projective head list over n words with exactly one root word (rows, 0 = ROOT)."""
-    grid = np.stack(np.meshgrid(*[np.arange(n + 1, dtype=np.int8)] * n, indexing="ij"), -1).reshape(-1, n)
-    grid = grid[(grid == 0).sum(1) == 1]
-    grid = grid[(grid != np.arange(1, n + 1, dtype=np.int8)).all(1)]
-    pointer = np.concatenate([np.zeros((len(grid), 1), np.int8), grid], 1)
-    for _ in range(3):  # 2^3 >= n + 1 pointer jumps reach ROOT from every word of a tree
-        pointer = np.take_along_axis(pointer, pointer, 1)
-    grid = grid[(pointer == 0).all(1)]
-    # projective: no two arcs (ROOT arcs included) cross
-    dep = np.arange(1, n + 1)
-    lo, hi = np.minimum(grid, dep), np.maximum(grid, dep)
-    a, b = lo[:, :, None], hi[:, :, None]
-    c, d = lo[:, None, :], hi[:, None, :]
-    crossing = ((a < c) & (c < b) & (b < d)).any((1, 2))
-    return grid[~crossing]
-
-
-def best_key(S: np.ndarray, trees: np.ndarray) -> tuple[int, float]:
-    """Fewest forbidden arcs first, then the highest total score, over the candidate trees."""
-    arcs = S[np.arange(1, S.shape[0]), trees]
-    forbidden = np.isneginf(arcs).sum(1)
-    total = np.where(np.isneginf(arcs), 0.0, arcs).sum(1)
-    fewest = forbidden.min()
-    return int(fewest), float(total[forbidden == fewest].max())
+from brute_force import best_key, projective_trees
 
 
 def assert_best_projective(S: np.ndarray, heads: list[int]) -> None:
