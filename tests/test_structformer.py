@@ -378,6 +378,25 @@ def test_fused_layer_matches_plain_torch_ops() -> None:
         assert torch.allclose(a, b, atol=1e-4 * max(1.0, b.abs().max().item()))
 
 
+def test_plain_attention_path_matches_the_fused_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from depinduce.models.structformer import attention
+
+    torch.manual_seed(0)
+    layer = StructFormerLayer(16, 4, 24, dropout=0.0, dropatt=0.0, leaky_slope=0.01)
+    x = torch.randn(3, 6, 16, requires_grad=True)
+    parent = torch.rand(3, 6, 6, requires_grad=True)
+    mixture = torch.rand(4, 2, requires_grad=True)
+    inputs = [x, parent, mixture, *layer.parameters()]
+    fused = layer(x, parent, mixture)
+    fused_grads = torch.autograd.grad(fused.sum(), inputs)
+    monkeypatch.setattr(attention, "_fused_attention_supported", lambda qkv: False)
+    plain = layer(x, parent, mixture)
+    plain_grads = torch.autograd.grad(plain.sum(), inputs)
+    assert torch.allclose(fused, plain, atol=1e-5)
+    for a, b in zip(fused_grads, plain_grads):
+        assert torch.allclose(a, b, atol=1e-4)
+
+
 def test_attention_core_gradients_with_dropout() -> None:
     torch.manual_seed(0)
     heads, width, dim = 3, 5, 4

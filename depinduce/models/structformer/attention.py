@@ -147,6 +147,11 @@ class _Heads:
         return weights, gates, relation
 
 
+def _fused_attention_supported(qkv: torch.Tensor) -> bool:
+    """The fused core redraws CPU dropout masks in backward; elsewhere plain autograd ops do the work."""
+    return qkv.device.type == "cpu"
+
+
 class DependencyAttention(nn.Module):
     """Multi-head attention whose weights are gated by the soft dependency graph instead of a softmax.
 
@@ -172,7 +177,7 @@ class DependencyAttention(nn.Module):
         fresh (B, T, H) tensor."""
         qkv = norm_linear(x, norm, self.qkv)
         parent = parent.to(qkv.dtype)
-        if qkv.device.type != "cpu":  # dropout masks are redrawn only on CPU: plain autograd ops elsewhere
+        if not _fused_attention_supported(qkv):
             q, k, v = _split_heads(qkv, self.n_heads)
             weights = torch.sigmoid(torch.matmul(q, k.transpose(-1, -2)) * self.head_dim**-0.5)
             weights = apply_dropout(weights * _relation(parent, mixture), self.dropatt, self.training)

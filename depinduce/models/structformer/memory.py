@@ -3,16 +3,20 @@
 Why this exists: batches of different shapes (length buckets) make glibc's heap fragment.  Freed activations
 stay resident as holes between long-lived allocations, and the holes grow with every new batch shape: measured
 on the 4-layer × 256 configuration, the resident set climbed from 0.7 GB to 2.0 GB over 200 steps while the live
-tensors stayed at 0.45 GB.  Two things pin the holes and one releases them:
+tensors stayed at 0.45 GB.  One thing pins the holes and one releases them:
 
 - oneDNN keeps a cache of up to 1024 compiled primitives, one per input shape, allocated among the tensors.
   StructFormer runs its linear maps through oneDNN (``kernels.py``), so ``StructFormer`` caps that cache with
   :func:`limit_onednn_primitive_cache` when it is built (about 3% slower steps, far less fragmentation);
-- :func:`release_free_heap` (glibc's ``malloc_trim``) hands the free holes back to the kernel.  The training loop
-  should call it once per optimiser step; it costs a few milliseconds plus re-faulting the pages the next step
-  touches.
+- :func:`release_free_heap` (glibc's ``malloc_trim``) hands the free holes back to the kernel.  A training loop
+  calls it after every optimiser step; it acts at most every few seconds, so the re-faulted pages cost little.
 
-With both, peak resident memory stays flat (measured numbers in scripts/bench_structformer.py's docstring).
+With both, peak resident memory stays flat (figures in scripts/bench_structformer.py's docstring).
+
+A third, optional setting trades a little of that memory for speed: :func:`keep_freed_memory_in_heap` stops
+glibc from serving large tensors with fresh ``mmap`` pages (which must be faulted in and zeroed on every use:
+about 10% of a small model's step, mostly for the (masked positions × vocabulary) logits), so freed memory is
+reused directly; the periodic release still bounds the heap.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import ctypes
 import ctypes.util
 import os
 import sys
+import time
 from functools import lru_cache
 from typing import Any
 
@@ -33,21 +38,46 @@ def limit_onednn_primitive_cache(capacity: int = 0) -> None:
     os.environ.setdefault(ONEDNN_CACHE_VARIABLE, str(capacity))
 
 
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_MAX = -4
+
+
+def keep_freed_memory_in_heap(trim_threshold_bytes: int = 2**30) -> bool:
+    """Serve every allocation from glibc's heap (no ``mmap`` per large tensor) and return the heap's top to the
+    system only beyond ``trim_threshold_bytes`` of free space; True when glibc accepted both settings."""
+    libc = _glibc()
+    if libc is None or not hasattr(libc, "mallopt"):
+        return False
+    return bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold_bytes))
+
+
 @lru_cache(maxsize=1)
-def _malloc_trim() -> Any:
+def _glibc() -> Any:
     if not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim
-    except (OSError, AttributeError):  # not glibc (e.g. musl): nothing to trim
+        libc.malloc_trim  # noqa: B018 - not glibc (e.g. musl) when missing
+    except (OSError, AttributeError):
         return None
+    return libc
 
 
-def release_free_heap() -> bool:
-    """Return the heap's free pages to the operating system (glibc only); True when it could."""
-    trim = _malloc_trim()
-    if trim is None:
+_last_release = float("-inf")
+
+
+def release_free_heap(min_interval_s: float = 10.0) -> bool:
+    """Return the heap's free pages to the operating system (glibc only), at most once per ``min_interval_s``
+    seconds; True when it trimmed.
+
+    Pages released here are faulted in again by the next steps, which costs about 10% of a small model's step
+    when done every step; once every ten seconds costs under 1% and still keeps fragmentation from building up.
+    """
+    global _last_release
+    libc = _glibc()
+    now = time.monotonic()
+    if libc is None or now - _last_release < min_interval_s:
         return False
-    trim(0)
+    libc.malloc_trim(0)
+    _last_release = time.monotonic()
     return True
