@@ -50,8 +50,7 @@ def bucketed_batches(lengths: list[int], batch_tokens: int, seed: int) -> list[l
     return batches
 
 
-def worker(name: str, threads: int, seconds: float, batch_tokens: int, seed: int, heap: str,
-           release_interval: float) -> dict[str, object]:
+def worker(name: str, threads: int, seconds: float, batch_tokens: int, seed: int, heap: str) -> dict[str, object]:
     import torch
 
     from depinduce.data.vocab import Vocab
@@ -84,7 +83,7 @@ def worker(name: str, threads: int, seconds: float, batch_tokens: int, seed: int
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)  # before the next forward: gradients need not outlive the step
         if release:
-            release_free_heap(release_interval)
+            release_free_heap()
         return int(mask.sum())
 
     for lengths in batches[:2]:  # warm-up: allocator, oneDNN kernels
@@ -104,7 +103,7 @@ def worker(name: str, threads: int, seconds: float, batch_tokens: int, seed: int
     return {
         "config": name,
         "threads": threads,
-        "heap": heap if heap == "default" else f"{heap} every {release_interval:g} s",
+        "heap": heap,
         "steps": steps,
         "tokens": words,
         "seconds": round(elapsed, 2),
@@ -166,8 +165,6 @@ def main() -> None:
                         help="glibc heap handling (depinduce/models/structformer/memory.py): 'default' leaves it "
                              "alone, 'release' calls release_free_heap() after each step, 'tuned' also calls "
                              "keep_freed_memory_in_heap() at start")
-    parser.add_argument("--release-interval", type=float, default=10.0,
-                        help="seconds between heap releases in the 'release' and 'tuned' modes")
     parser.add_argument("--worker", choices=sorted(CONFIGS), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -176,13 +173,16 @@ def main() -> None:
         return
     if args.worker:
         print(json.dumps(worker(args.worker, args.threads, args.seconds, args.batch_tokens, args.seed,
-                                args.heap, args.release_interval)))
+                                args.heap)))
         return
     for name in args.configs:
         command = [sys.executable, __file__, "--worker", name, "--threads", str(args.threads),
                    "--seconds", str(args.seconds), "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed)]
-        command += ["--heap", args.heap, "--release-interval", str(args.release_interval)]
-        result = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+        command += ["--heap", args.heap]
+        finished = subprocess.run(command, capture_output=True, text=True)
+        if finished.returncode != 0:
+            sys.exit(f"{name}: the benchmark worker failed (exit {finished.returncode}):\n{finished.stderr[-2000:]}")
+        result = json.loads(finished.stdout)
         speed, memory = TARGETS[name]
         result["target"] = f">= {speed} tokens/s, <= {memory} GB"
         result["meets_target"] = result["tokens_per_s"] >= speed and result["peak_rss_gb"] <= memory
