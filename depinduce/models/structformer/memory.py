@@ -12,12 +12,10 @@ tensors stayed at 0.45 GB.  One thing pins the holes and one releases them:
   calls it after every optimiser step; it acts only when the resident set has grown past the working set, so
   the re-faulted pages cost little.
 
-With both, peak resident memory stays flat (figures in scripts/bench_structformer.py's docstring).
-
-A third, optional setting trades a little of that memory for speed: :func:`keep_freed_memory_in_heap` stops
-glibc from serving large tensors with fresh ``mmap`` pages (which must be faulted in and zeroed on every use:
-about 10% of a small model's step, mostly for the (masked positions × vocabulary) logits), so freed memory is
-reused directly; the periodic release still bounds the heap.
+A third, optional setting trades a little memory for speed: :func:`keep_freed_memory_in_heap` stops glibc
+from serving large tensors with fresh ``mmap`` pages, which must be faulted in and zeroed on every use (about
+10% of a small model's step, mostly for the (masked positions × vocabulary) logits), so freed memory is reused
+directly; the releases still bound the heap.  Figures: scripts/bench_structformer.py.
 """
 
 from __future__ import annotations
@@ -30,6 +28,8 @@ from functools import lru_cache
 from typing import Any
 
 ONEDNN_CACHE_VARIABLE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
+_M_TRIM_THRESHOLD = -1  # mallopt parameters (malloc.h)
+_M_MMAP_MAX = -4
 
 
 def limit_onednn_primitive_cache(capacity: int = 0) -> None:
@@ -38,29 +38,26 @@ def limit_onednn_primitive_cache(capacity: int = 0) -> None:
     os.environ.setdefault(ONEDNN_CACHE_VARIABLE, str(capacity))
 
 
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_MAX = -4
-
-
-def keep_freed_memory_in_heap(trim_threshold_bytes: int = 2**30) -> bool:
-    """Serve every allocation from glibc's heap (no ``mmap`` per large tensor) and return the heap's top to the
-    system only beyond ``trim_threshold_bytes`` of free space; True when glibc accepted both settings."""
-    libc = _glibc()
-    if libc is None or not hasattr(libc, "mallopt"):
-        return False
-    return bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold_bytes))
-
-
 @lru_cache(maxsize=1)
 def _glibc() -> Any:
     if not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim  # noqa: B018 - not glibc (e.g. musl) when missing
+        libc.malloc_trim  # noqa: B018 - missing outside glibc (e.g. musl)
+        libc.mallopt  # noqa: B018
     except (OSError, AttributeError):
         return None
     return libc
+
+
+def keep_freed_memory_in_heap(trim_threshold_bytes: int = 2**30) -> bool:
+    """Serve every allocation from glibc's heap (no ``mmap`` per large tensor) and return the heap's top to the
+    system only beyond ``trim_threshold_bytes`` of free space; True when glibc accepted both settings."""
+    libc = _glibc()
+    if libc is None:
+        return False
+    return bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold_bytes))
 
 
 def resident_bytes() -> int | None:
@@ -84,8 +81,8 @@ def release_free_heap(slack_bytes: int = 64 * 2**20) -> bool:
     previous release.  True when it released.
 
     Releasing after every step would keep the resident set lowest, but the next step faults the pages back in
-    (about 15% of a small model's step); releasing only when fragmentation has grown the resident set costs a
-    fraction of that and bounds the peak at the working set plus ``slack_bytes``.
+    (about 15% of a small model's step); releasing only once fragmentation has grown the resident set costs a
+    fraction of that and bounds the peak near the working set plus ``slack_bytes``.
     """
     libc = _glibc()
     if libc is None:
@@ -97,50 +94,5 @@ def release_free_heap(slack_bytes: int = 64 * 2**20) -> bool:
     if resident <= _Watch.baseline + slack_bytes:
         return False
     libc.malloc_trim(0)
-    _Watch.baseline = None  # measured again after the next step has touched its pages
-    return True
-
-
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_MAX = -4
-
-
-def keep_freed_memory_in_heap(trim_threshold_bytes: int = 2**30) -> bool:
-    """Serve every allocation from glibc's heap (no ``mmap`` per large tensor) and return the heap's top to the
-    system only beyond ``trim_threshold_bytes`` of free space; True when glibc accepted both settings."""
-    libc = _glibc()
-    if libc is None or not hasattr(libc, "mallopt"):
-        return False
-    return bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold_bytes))
-
-
-@lru_cache(maxsize=1)
-def _glibc() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim  # noqa: B018 - not glibc (e.g. musl) when missing
-    except (OSError, AttributeError):
-        return None
-    return libc
-
-
-_last_release = float("-inf")
-
-
-def release_free_heap(min_interval_s: float = 10.0) -> bool:
-    """Return the heap's free pages to the operating system (glibc only), at most once per ``min_interval_s``
-    seconds; True when it trimmed.
-
-    Pages released here are faulted in again by the next steps, which costs about 10% of a small model's step
-    when done every step; once every ten seconds costs under 1% and still keeps fragmentation from building up.
-    """
-    global _last_release
-    libc = _glibc()
-    now = time.monotonic()
-    if libc is None or now - _last_release < min_interval_s:
-        return False
-    libc.malloc_trim(0)
-    _last_release = time.monotonic()
+    _Watch.baseline = None  # measured again once the next step has touched its pages
     return True
