@@ -359,9 +359,10 @@ def plain_layer(layer: StructFormerLayer, x: torch.Tensor, parent: torch.Tensor,
     return x + F.linear(inner, layer.ff_out.weight, layer.ff_out.bias)
 
 
-def test_fused_layer_matches_plain_torch_ops() -> None:
+@pytest.mark.parametrize("recompute_ffn", [False, True])
+def test_fused_layer_matches_plain_torch_ops(recompute_ffn: bool) -> None:
     torch.manual_seed(0)
-    layer = StructFormerLayer(32, 4, 64, dropout=0.0, dropatt=0.0, leaky_slope=0.01)
+    layer = StructFormerLayer(32, 4, 64, dropout=0.0, dropatt=0.0, leaky_slope=0.01, recompute_ffn=recompute_ffn)
     for param in layer.parameters():
         torch.nn.init.normal_(param, std=0.3)
     x = torch.randn(20, 9, 32, requires_grad=True)  # batch ≥ 16: the oneDNN route
@@ -397,6 +398,23 @@ def test_plain_attention_path_matches_the_fused_one(monkeypatch: pytest.MonkeyPa
         assert torch.allclose(a, b, atol=1e-4)
 
 
+def test_recomputing_the_feed_forward_changes_nothing() -> None:
+    kept = StructFormerLayer(16, 4, 24, dropout=0.3, dropatt=0.2, leaky_slope=0.01)
+    recomputed = StructFormerLayer(16, 4, 24, dropout=0.3, dropatt=0.2, leaky_slope=0.01, recompute_ffn=True)
+    recomputed.load_state_dict(kept.state_dict())
+    x = torch.randn(20, 6, 16, requires_grad=True)
+    parent, mixture = torch.rand(20, 6, 6), torch.rand(4, 2)
+    results = []
+    for layer in (kept, recomputed):
+        torch.manual_seed(5)  # the same dropout masks
+        out = layer(x, parent, mixture)
+        results.append((out, torch.autograd.grad(out.sum(), [x, *layer.parameters()])))
+    (out_a, grads_a), (out_b, grads_b) = results
+    assert torch.allclose(out_a, out_b, atol=1e-5)
+    for a, b in zip(grads_a, grads_b):
+        assert torch.allclose(a, b, atol=1e-4)
+
+
 def test_attention_core_gradients_with_dropout() -> None:
     torch.manual_seed(0)
     heads, width, dim = 3, 5, 4
@@ -411,9 +429,11 @@ def test_attention_core_gradients_with_dropout() -> None:
         )
 
 
-def test_layer_gradients_with_dropout_are_exact() -> None:
+@pytest.mark.parametrize("recompute_ffn", [False, True])
+def test_layer_gradients_with_dropout_are_exact(recompute_ffn: bool) -> None:
     torch.manual_seed(0)
-    layer = StructFormerLayer(8, 2, 12, dropout=0.2, dropatt=0.3, leaky_slope=0.01).double()
+    layer = StructFormerLayer(8, 2, 12, dropout=0.2, dropatt=0.3, leaky_slope=0.01,
+                              recompute_ffn=recompute_ffn).double()
     x = torch.randn(2, 4, 8, dtype=F64, requires_grad=True)
     parent = torch.rand(2, 4, 4, dtype=F64, requires_grad=True)
     mixture = torch.rand(2, 2, dtype=F64, requires_grad=True)

@@ -6,8 +6,10 @@ weights[i, j] = sigmoid(q_i·k_j/√d_h) · M[i, j], then attention dropout, the
 because P has zero rows and columns at padding (``parent_distribution`` guarantees it), so no separate key mask
 is needed.
 
-Memory: the (B, heads, T, T) gates, relation and weight tensors are not kept for backward; backward recomputes
-them from q, k, v and P (one extra q·kᵀ product per layer), which keeps long-sentence batches small.
+Memory (CPU): the (B, heads, T, T) gates, relations and weights are not kept for backward but recomputed from
+the q/k/v projection and P (one extra q·kᵀ product per layer); dropout masks are redrawn from their seeds; each
+residual sum is written over its branch's output; the feed-forward block may recompute its inner activation
+(``recompute_ffn``).  Every stored activation thus takes the place of a temporary, which keeps the heap compact.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ class _AttentionCore(torch.autograd.Function):
         grad_parent = torch.zeros_like(parent)
         grad_mixture = torch.zeros_like(mixture)
         parent_t = parent.transpose(1, 2).contiguous()
-        mix = mixture.tolist()
+        mix = heads.mixture
         for h in range(ctx.n_heads):
             weights, gates, relation = per_head[h]
             per_head[h] = None
@@ -94,8 +96,8 @@ class _AttentionCore(torch.autograd.Function):
             torch.bmm(weights.transpose(1, 2), grad_h, out=grad_qkv[:, :, 2, h])
             del weights
             grad_weights = torch.bmm(grad_h, heads.v(h).transpose(1, 2))
-            if ctx.seed is not None:
-                grad_weights.masked_fill_(heads.dropped(h), 0.0).mul_(1.0 / (1.0 - ctx.p))
+            if heads.drop is not None:
+                grad_weights.masked_fill_(heads.drop[h], 0.0).mul_(1.0 / (1.0 - ctx.p))
             grad_relation = grad_weights * gates
             grad_parent.add_(grad_relation, alpha=mix[h][0]).add_(grad_relation.transpose(1, 2), alpha=mix[h][1])
             grad_mixture[h, 0] = torch.dot(grad_relation.view(-1), parent.reshape(-1))
@@ -132,10 +134,6 @@ class _Heads:
 
     def v(self, h: int) -> torch.Tensor:
         return self.parts[:, :, 2, h]
-
-    def dropped(self, h: int) -> torch.Tensor:
-        assert self.drop is not None
-        return self.drop[h]
 
     def weights(self, h: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(weights after dropout, sigmoid gates, relation M) of head h, each (B, T, T)."""
@@ -191,11 +189,13 @@ class StructFormerLayer(nn.Module):
     """x + Drop(Attn(LN(x))), then x + Drop(FFN(LN(x))) with FFN = Linear → LeakyReLU → Dropout → Linear."""
 
     def __init__(
-        self, hidden_size: int, n_heads: int, ff_size: int, dropout: float, dropatt: float, leaky_slope: float
+        self, hidden_size: int, n_heads: int, ff_size: int, dropout: float, dropatt: float, leaky_slope: float,
+        recompute_ffn: bool = False,
     ) -> None:
         super().__init__()
         self.dropout = dropout
         self.leaky_slope = leaky_slope
+        self.recompute_ffn = recompute_ffn
         self.attn_norm = nn.LayerNorm(hidden_size)
         self.attention = DependencyAttention(hidden_size, n_heads, dropatt)
         self.ff_norm = nn.LayerNorm(hidden_size)
@@ -206,7 +206,76 @@ class StructFormerLayer(nn.Module):
         # Each residual sum is written over its branch's fresh output, so every stored activation takes the
         # place of a temporary and the heap stays compact (see dropout.py).
         x = residual_dropout_(self.attention(x, self.attn_norm, parent, mixture), x, self.dropout, self.training)
+        return residual_dropout_(self.feed_forward(x), x, self.dropout, self.training)
+
+    def feed_forward(self, x: torch.Tensor) -> torch.Tensor:
+        """FFN(LN(x)) as a fresh tensor."""
+        if self.recompute_ffn and torch.is_grad_enabled() and x.device.type == "cpu":
+            seed = new_seed() if self.training and self.dropout > 0.0 else None
+            norm = self.ff_norm
+            return _RecomputedFeedForward.apply(x, norm.weight, norm.bias, self.ff_in.weight, self.ff_in.bias,
+                                                self.ff_out.weight, self.ff_out.bias, norm.eps, self.leaky_slope,
+                                                self.dropout, seed)
         inner = leaky_relu_dropout_(norm_linear(x, self.ff_norm, self.ff_in), self.leaky_slope, self.dropout,
                                     self.training)
-        outer = position_linear(inner, self.ff_out.weight, self.ff_out.bias)
-        return residual_dropout_(outer, x, self.dropout, self.training)
+        return position_linear(inner, self.ff_out.weight, self.ff_out.bias)
+
+
+class _RecomputedFeedForward(torch.autograd.Function):
+    """FFN(LN(x)) = Linear₂(dropout(leaky_relu(Linear₁(LN(x))))) keeping only x: backward recomputes the inner
+    (B, T, 4H) activation, one Linear₁ product more per layer, instead of storing it.
+
+    The dropout's 1/(1−p) scale is applied to Linear₂'s weight (a (H, 4H) matrix) rather than to the
+    (tokens, 4H) activation: leaky_relu commutes with positive scaling, so the result is the same and every
+    pass over the large tensor that can be saved is saved."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, norm_weight: torch.Tensor, norm_bias: torch.Tensor,
+                weight_in: torch.Tensor, bias_in: torch.Tensor, weight_out: torch.Tensor, bias_out: torch.Tensor,
+                eps: float, slope: float, p: float, seed: int | None) -> torch.Tensor:
+        ctx.eps, ctx.slope, ctx.p, ctx.seed = eps, slope, p, seed
+        drop = None if seed is None else drop_mask((*x.shape[:-1], weight_in.size(0)), p, seed)
+        normed, inner, mean, rstd = _RecomputedFeedForward._inner(x, norm_weight, norm_bias, weight_in, bias_in,
+                                                                  eps, slope, drop)
+        del normed
+        ctx.save_for_backward(x, mean, rstd, norm_weight, norm_bias, weight_in, bias_in, weight_out)
+        return position_linear(inner, _RecomputedFeedForward._scaled(weight_out, p, seed), bias_out)
+
+    @staticmethod
+    def _scaled(weight_out: torch.Tensor, p: float, seed: int | None) -> torch.Tensor:
+        return weight_out if seed is None else weight_out * (1.0 / (1.0 - p))
+
+    @staticmethod
+    def _inner(x: torch.Tensor, norm_weight: torch.Tensor, norm_bias: torch.Tensor, weight_in: torch.Tensor,
+               bias_in: torch.Tensor, eps: float, slope: float,
+               drop: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(normalised x, the inner activation with dropped entries zeroed but not rescaled, mean, rstd)."""
+        normed, mean, rstd = torch.native_layer_norm(x, [x.size(-1)], norm_weight, norm_bias, eps)
+        inner = torch.nn.functional.leaky_relu_(position_linear(normed, weight_in, bias_in), slope)
+        if drop is not None:
+            inner.masked_fill_(drop, 0.0)
+        return normed, inner, mean, rstd
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        x, mean, rstd, norm_weight, norm_bias, weight_in, bias_in, weight_out = ctx.saved_tensors
+        drop = None if ctx.seed is None else drop_mask((*x.shape[:-1], weight_in.size(0)), ctx.p, ctx.seed)
+        normed, inner = _RecomputedFeedForward._inner(x, norm_weight, norm_bias, weight_in, bias_in, ctx.eps,
+                                                      ctx.slope, drop)[:2]
+        scaled = _RecomputedFeedForward._scaled(weight_out, ctx.p, ctx.seed)
+        grad_inner, grad_weight_out, grad_bias_out = linear_backward(grad.contiguous(), inner, scaled)
+        if ctx.seed is not None:
+            grad_weight_out.mul_(1.0 / (1.0 - ctx.p))
+        # Kept entries of `inner` have their input's sign; dropped ones are zero and get their gradient zeroed.
+        grad_inner = torch.ops.aten.leaky_relu_backward(grad_inner, inner, ctx.slope, True)
+        del inner
+        if drop is not None:
+            grad_inner.masked_fill_(drop, 0.0)
+        del drop
+        grad_normed, grad_weight_in, grad_bias_in = linear_backward(grad_inner, normed, weight_in)
+        del grad_inner, normed
+        grad_x, grad_norm_weight, grad_norm_bias = torch.ops.aten.native_layer_norm_backward(
+            grad_normed.contiguous(), x, [x.size(-1)], mean, rstd, norm_weight, norm_bias, [True, True, True]
+        )
+        return (grad_x, grad_norm_weight, grad_norm_bias, grad_weight_in, grad_bias_in, grad_weight_out,
+                grad_bias_out, None, None, None, None)

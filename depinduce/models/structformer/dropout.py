@@ -111,16 +111,22 @@ class _ResidualDropout(torch.autograd.Function):
     def forward(ctx: Any, branch: torch.Tensor, residual: torch.Tensor, p: float, seed: int | None) -> torch.Tensor:
         ctx.mark_dirty(branch)
         ctx.p, ctx.seed = p, seed
-        if seed is not None:
-            dropout_(branch, p, seed)
-        return branch.add_(residual)
+        return _add_dropped_(branch, residual, p, seed)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None, None]:
-        grad_branch = grad.clone()
-        if ctx.seed is not None:
-            dropout_(grad_branch, ctx.p, ctx.seed)
+        if ctx.seed is None:
+            return grad.clone(), grad, None, None
+        grad_branch = grad.masked_fill(drop_mask(grad.shape, ctx.p, ctx.seed), 0.0).mul_(1.0 / (1.0 - ctx.p))
         return grad_branch, grad, None, None
+
+
+def _add_dropped_(branch: torch.Tensor, residual: torch.Tensor, p: float, seed: int | None) -> torch.Tensor:
+    """branch ← residual + dropout(branch) in two passes over the data."""
+    if seed is None:
+        return branch.add_(residual)
+    branch.masked_fill_(drop_mask(branch.shape, p, seed), 0.0)
+    return torch.add(residual, branch, alpha=1.0 / (1.0 - p), out=branch)
 
 
 def residual_dropout_(branch: torch.Tensor, residual: torch.Tensor, p: float, training: bool) -> torch.Tensor:
@@ -129,7 +135,5 @@ def residual_dropout_(branch: torch.Tensor, residual: torch.Tensor, p: float, tr
         return residual + apply_dropout(branch, p, training)
     seed = new_seed() if training and p > 0.0 else None
     if not torch.is_grad_enabled():
-        if seed is not None:
-            dropout_(branch, p, seed)
-        return branch.add_(residual)
+        return _add_dropped_(branch, residual, p, seed)
     return _ResidualDropout.apply(branch, residual, p, seed)

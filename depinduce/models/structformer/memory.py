@@ -8,14 +8,15 @@ tensors stayed at 0.45 GB.  One thing pins the holes and one releases them:
 - oneDNN keeps a cache of up to 1024 compiled primitives, one per input shape, allocated among the tensors.
   StructFormer runs its linear maps through oneDNN (``kernels.py``), so ``StructFormer`` caps that cache with
   :func:`limit_onednn_primitive_cache` when it is built (about 3% slower steps, far less fragmentation);
-- :func:`release_free_heap` (glibc's ``malloc_trim``) hands the free holes back to the kernel.  A training loop
-  calls it after every optimiser step; it acts only when the resident set has grown past the working set, so
-  the re-faulted pages cost little.
+- :func:`release_free_heap` (glibc's ``malloc_trim``) hands the free holes back to the kernel.  It belongs
+  between training steps; ``StructFormer.encode`` calls it at the start of every training forward (after the
+  engine has freed the previous step's gradients).  It acts only when the resident set has grown past the
+  working set, so the re-faulted pages cost little.
 
 A third, optional setting trades a little memory for speed: :func:`keep_freed_memory_in_heap` stops glibc
 from serving large tensors with fresh ``mmap`` pages, which must be faulted in and zeroed on every use (about
 10% of a small model's step, mostly for the (masked positions × vocabulary) logits), so freed memory is reused
-directly; the releases still bound the heap.  Figures: scripts/bench_structformer.py.
+directly; the releases still bound the heap.  Figures: scripts/bench_train.py.
 """
 
 from __future__ import annotations

@@ -9,6 +9,12 @@ Choices that differ from the authors' code (and why):
 - the calibration margin is taken per sentence, not per batch, so a parse does not depend on its batch-mates;
 - the parent contraction is exact but O(n³) through two batched matmuls instead of O(n⁴) over n³ tensors;
 - the output logits are computed only for the hidden states the engine passes (the masked positions).
+
+Speed and memory on CPU (``kernels.py``, ``dropout.py``, ``attention.py``, ``memory.py``): linear maps run
+through oneDNN, dropout masks are cheap to draw and redrawn in backward instead of stored, attention weights
+are recomputed in backward instead of stored, residual sums are written in place, and a training ``encode``
+returns fragmented heap pages to the system when the resident set grows.  None of this changes the numbers the
+network computes (up to float rounding); ``recompute_ffn`` trades more speed for memory the same way.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from depinduce.models.structformer.attention import StructFormerLayer
 from depinduce.models.structformer.config import StructFormerConfig
 from depinduce.models.structformer.dropout import apply_dropout
 from depinduce.models.structformer.kernels import rows_linear
-from depinduce.models.structformer.memory import limit_onednn_primitive_cache
+from depinduce.models.structformer.memory import limit_onednn_primitive_cache, release_free_heap
 from depinduce.models.structformer.parent import parent_distribution
 from depinduce.models.structformer.parser import SyntacticParser, calibrate_distances
 
@@ -66,7 +72,7 @@ class StructFormer(MaskedLMBackend):
         self.relation_logits = nn.Parameter(torch.randn(config.n_layers, config.n_heads, 2) * 0.1)
         self.layers = nn.ModuleList(
             StructFormerLayer(hidden, config.n_heads, config.ff_size, config.dropout, config.dropatt,
-                              config.leaky_slope)
+                              config.leaky_slope, config.recompute_ffn)
             for _ in range(config.n_layers)
         )
         self.final_norm = nn.LayerNorm(hidden)
@@ -86,6 +92,10 @@ class StructFormer(MaskedLMBackend):
         return Structure(distance=distance, height=height, parent=parent, root=root)
 
     def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.training and tokens.device.type == "cpu" and torch.is_grad_enabled():
+            # A training step starts here, after the previous one freed its activations and gradients: the
+            # moment to hand fragmented heap pages back (memory.py; acts only when the resident set has grown).
+            release_free_heap()
         embedded = self.embedding(tokens)
         parent = self.structure(tokens, mask, embedded).parent
         x = embedded
@@ -98,7 +108,9 @@ class StructFormer(MaskedLMBackend):
         return self.final_norm(x)
 
     def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return rows_linear(apply_dropout(hidden, self.config.dropout, self.training), self.embedding.weight, self.output_bias)
+        """Dropout, then the output layer tied to the word embedding (with its own bias, as the authors')."""
+        dropped = apply_dropout(hidden, self.config.dropout, self.training)
+        return rows_linear(dropped, self.embedding.weight, self.output_bias)
 
     def score_tensors(self, tokens: torch.Tensor, mask: torch.Tensor) -> list[ParseScores]:
         """Per sentence of n words: ``heads`` (n+1)×(n+1) = log P with column 0 = log(root probability), the
