@@ -11,6 +11,7 @@ configurations and targets are the issues' (authors' code measured on these mach
 
     python scripts/bench_train.py                                  # StructFormer, paper (8×512) and small (4×256)
     python scripts/bench_train.py --model structformer --configs small --seconds 20
+    python scripts/bench_train.py --model udgn --configs small --seconds 20
     python scripts/bench_train.py --configs paper --set recompute_ffn=false
 """
 
@@ -32,6 +33,13 @@ CONFIGS: dict[str, dict[str, tuple[dict[str, object], tuple[float, float] | None
         # authors' code: 315 tokens/s, 6.3 GB and 1,700 tokens/s, 3.8 GB; target 2x faster, a third of the memory
         "paper": ({"hidden_size": 512, "n_layers": 8, "n_heads": 8, "ff_size": 2048}, (630, 2.1)),
         "small": ({"hidden_size": 256, "n_layers": 4, "n_heads": 8, "ff_size": 1024}, (3400, 1.3)),
+    },
+    "udgn": {
+        # the issue's targets; the memory bounds are a third of the authors' code's 10.5 GB and 4.4 GB
+        "paper": ({"hidden_size": 512, "n_layers": 8, "n_heads": 8, "head_size": 128, "parser_layers": 3,
+                   "parser_hidden_size": 512}, (420, 3.5)),
+        "small": ({"hidden_size": 256, "n_layers": 4, "n_heads": 8, "head_size": 64, "parser_layers": 3,
+                   "parser_hidden_size": 256}, (2300, 1.46)),
     },
 }
 

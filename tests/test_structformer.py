@@ -13,12 +13,13 @@ from hypothesis import strategies as st
 from depinduce.data.vocab import Vocab
 from depinduce.errors import DepinduceError
 from depinduce.models.base import ParseScores
-from depinduce.models.structformer import StructFormer, StructFormerConfig, paper_dependency_heads
+from depinduce.models.layers.dropout import apply_dropout, drop_mask
+from depinduce.models.layers.kernels import norm_linear, position_linear
+from depinduce.models.structformer import StructFormer, StructFormerConfig
 from depinduce.models.structformer.attention import StructFormerLayer, _AttentionCore, _relation
-from depinduce.models.structformer.dropout import apply_dropout, drop_mask
-from depinduce.models.structformer.kernels import norm_linear, position_linear
 from depinduce.models.structformer.parent import parent_distribution
 from depinduce.models.structformer.parser import BIG, calibrate_distances
+from depinduce.structures.decode import argmax_heads
 from depinduce.structures.dependency import tree_problem
 from depinduce.structures.joint import dependency_from_distances
 from depinduce.structures.mst import chu_liu_edmonds
@@ -282,6 +283,11 @@ def test_score_tensors_shapes_and_log_parent_matrix() -> None:
         assert torch.isfinite(off_diagonal).all() and torch.isfinite(s.heads[1:, 0]).all()
         assert torch.allclose(s.heads[1:, 0].exp(), structure.root[b, :n], atol=1e-6)
         assert tree_problem(chu_liu_edmonds(s.heads.detach())) is None
+
+
+def paper_dependency_heads(scores: ParseScores) -> list[int]:
+    """The paper's decoder as ``parse --decoder argmax`` runs it: the highest word is the root."""
+    return argmax_heads(scores.heads, root=int(scores.heights.argmax()) + 1)
 
 
 def test_paper_decoder_takes_argmax_parents_and_the_highest_word_as_root() -> None:

@@ -14,6 +14,7 @@ from depinduce.errors import DepinduceError
 
 # Subcommands are imported only when used, so `depinduce eval` never pays for importing torch.
 _COMMANDS: dict[str, str] = {
+    "analyze": "depinduce.cli.analyze:analyze",
     "models": "depinduce.cli.models:models_command",
     "parse": "depinduce.cli.parse:parse_command",
     "eval": "depinduce.cli.eval:eval_command",

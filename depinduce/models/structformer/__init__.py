@@ -1,7 +1,10 @@
-"""The StructFormer backend (registered as ``structformer``); see ``model.py`` for the network."""
+"""The StructFormer backend (registered as ``structformer``); see ``model.py`` for the network.
+
+The paper's dependency decoder (argmax parents, the highest word as the root) is the shared ``argmax`` decoder,
+which ``parse`` gives the root from the heights this backend returns.
+"""
 
 from depinduce.models.structformer.config import StructFormerConfig
-from depinduce.models.structformer.decode import paper_dependency_heads
 from depinduce.models.structformer.model import StructFormer
 
-__all__ = ["StructFormer", "StructFormerConfig", "paper_dependency_heads"]
+__all__ = ["StructFormer", "StructFormerConfig"]

@@ -19,14 +19,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from depinduce.models.structformer.dropout import (
+from depinduce.models.layers.dropout import (
     apply_dropout,
     drop_mask,
     leaky_relu_dropout_,
     new_seed,
     residual_dropout_,
 )
-from depinduce.models.structformer.kernels import linear_backward, norm_linear, position_linear
+from depinduce.models.layers.kernels import linear_backward, norm_linear, position_linear
 
 
 def _relation(parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
@@ -204,7 +204,7 @@ class StructFormerLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
         # Each residual sum is written over its branch's fresh output, so every stored activation takes the
-        # place of a temporary and the heap stays compact (see dropout.py).
+        # place of a temporary and the heap stays compact (see layers/dropout.py).
         x = residual_dropout_(self.attention(x, self.attn_norm, parent, mixture), x, self.dropout, self.training)
         return residual_dropout_(self.feed_forward(x), x, self.dropout, self.training)
 

@@ -10,11 +10,12 @@ Choices that differ from the authors' code (and why):
 - the parent contraction is exact but O(n³) through two batched matmuls instead of O(n⁴) over n³ tensors;
 - the output logits are computed only for the hidden states the engine passes (the masked positions).
 
-Speed and memory on CPU (``kernels.py``, ``dropout.py``, ``attention.py``, ``memory.py``): linear maps run
-through oneDNN, dropout masks are cheap to draw and redrawn in backward instead of stored, attention weights
-are recomputed in backward instead of stored, residual sums are written in place, and a training ``encode``
-returns fragmented heap pages to the system when the resident set grows.  None of this changes the numbers the
-network computes (up to float rounding); ``recompute_ffn`` trades more speed for memory the same way.
+Speed and memory on CPU (``attention.py`` and the shared ``depinduce.models.layers``: ``kernels``, ``dropout``,
+``memory``): linear maps run through oneDNN, dropout masks are cheap to draw and redrawn in backward instead of
+stored, attention weights are recomputed in backward instead of stored, residual sums are written in place, and
+a training ``encode`` returns fragmented heap pages to the system when the resident set grows.  None of this
+changes the numbers the network computes (up to float rounding); ``recompute_ffn`` trades more speed for memory
+the same way.
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ from torch import nn
 
 from depinduce.data.vocab import Vocab
 from depinduce.models.base import Capabilities, ParseScores
+from depinduce.models.layers.dropout import apply_dropout
+from depinduce.models.layers.kernels import rows_linear
+from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap
 from depinduce.models.neural import MaskedLMBackend
 from depinduce.models.structformer.attention import StructFormerLayer
 from depinduce.models.structformer.config import StructFormerConfig
-from depinduce.models.structformer.dropout import apply_dropout
-from depinduce.models.structformer.kernels import rows_linear
-from depinduce.models.structformer.memory import limit_onednn_primitive_cache, release_free_heap
 from depinduce.models.structformer.parent import parent_distribution
 from depinduce.models.structformer.parser import SyntacticParser, calibrate_distances
 
@@ -61,7 +62,7 @@ class StructFormer(MaskedLMBackend):
 
     def __init__(self, config: StructFormerConfig, vocab: Vocab) -> None:
         super().__init__(config, vocab)
-        limit_onednn_primitive_cache()  # see memory.py: one cached primitive per batch shape fragments the heap
+        limit_onednn_primitive_cache()  # see layers/memory.py: one cached primitive per batch shape fragments the heap
         hidden = config.hidden_size
         self.embedding = nn.Embedding(len(vocab), hidden)
         self.position = nn.Embedding(config.max_positions, hidden) if config.pos_emb else None
@@ -94,7 +95,7 @@ class StructFormer(MaskedLMBackend):
     def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if self.training and tokens.device.type == "cpu" and torch.is_grad_enabled():
             # A training step starts here, after the previous one freed its activations and gradients: the
-            # moment to hand fragmented heap pages back (memory.py; acts only when the resident set has grown).
+            # moment to hand fragmented heap pages back (layers/memory.py; acts only when the resident set has grown).
             release_free_heap()
         embedded = self.embedding(tokens)
         parent = self.structure(tokens, mask, embedded).parent

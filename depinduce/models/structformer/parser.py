@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from depinduce.models.structformer.kernels import position_linear, sequence_conv
+from depinduce.models.layers.kernels import position_linear, sequence_conv
 
 # Stand-in for ±infinity at the edges: finite so that sigmoids and differences never produce NaN.
 BIG = 1e9

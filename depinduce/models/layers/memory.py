@@ -6,10 +6,10 @@ on the 4-layer × 256 configuration, the resident set climbed from 0.7 GB to 2.0
 tensors stayed at 0.45 GB.  One thing pins the holes and one releases them:
 
 - oneDNN keeps a cache of up to 1024 compiled primitives, one per input shape, allocated among the tensors.
-  StructFormer runs its linear maps through oneDNN (``kernels.py``), so ``StructFormer`` caps that cache with
+  The backends run their linear maps through oneDNN (``kernels.py``), so each caps that cache with
   :func:`limit_onednn_primitive_cache` when it is built (about 3% slower steps, far less fragmentation);
 - :func:`release_free_heap` (glibc's ``malloc_trim``) hands the free holes back to the kernel.  It belongs
-  between training steps; ``StructFormer.encode`` calls it at the start of every training forward (after the
+  between training steps; a backend's ``encode`` calls it at the start of every training forward (after the
   engine has freed the previous step's gradients).  It acts only when the resident set has grown past the
   working set, so the re-faulted pages cost little.
 

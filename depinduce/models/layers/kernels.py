@@ -7,8 +7,8 @@ already in channels-last layout, so ``conv2d`` computes the same numbers with on
 without copying the input or the output.  Elsewhere (GPU, other dtypes, tiny inputs) the plain torch ops are used.
 
 The linear maps are autograd Functions whose outputs are ordinary tensors, not views of the 4-D convolution
-output, so that the layers may update them in place (see ``attention.py``): a view created inside a custom
-Function may not be modified in place.
+output, so that the layers may update them in place (e.g. residual sums written over a layer's output): a view
+created inside a custom Function may not be modified in place.
 """
 
 from __future__ import annotations

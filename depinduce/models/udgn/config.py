@@ -1,0 +1,61 @@
+"""UDGN hyperparameters; the defaults are the paper's PTB setting (Shen et al. 2022, appendix A.1).
+
+The paper's ablations (its Tables 4 and 8) are options here, so each can be trained from a recipe:
+``gates: false`` (no gate g: every head passes its message through unfiltered), ``competition: sigmoid`` (each
+head's controller weight is an independent sigmoid, StructFormer's non-competitive choice, instead of a softmax
+over the heads), ``relative_bias: false`` (no left/right bias per head) and ``activation: identity`` (the values
+are not squashed by tanh).  ``n_heads`` is the ablation of its Figure 4.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from depinduce.errors import DepinduceError
+
+
+@dataclass
+class UDGNConfig:
+    """Network shape and regularisation (optimisation settings live in the recipe, not here).
+
+    ``hidden_size`` is the width of the word embedding and of the residual stream between DGN layers;
+    ``n_heads`` × ``head_size`` is the width of the messages inside a layer (8 × 128 = 1024 in the paper, twice
+    the hidden size).  The parser has its own embedding (``hidden_size`` wide) and a BiLSTM of
+    ``parser_layers`` layers with ``parser_hidden_size`` units per direction.  ``dropout`` is applied to the
+    embeddings, between and after the BiLSTM layers, to each layer's concatenated messages and before the output
+    layer; ``dropatt`` drops controller weights a_ijk, i.e. head k for the pair (i, j).
+    """
+
+    hidden_size: int = 512
+    n_layers: int = 8
+    n_heads: int = 8
+    head_size: int = 128
+    parser_layers: int = 3
+    parser_hidden_size: int = 512
+    dropout: float = 0.2
+    dropatt: float = 0.1
+    gates: bool = True
+    competition: Literal["softmax", "sigmoid"] = "softmax"
+    relative_bias: bool = True
+    activation: Literal["tanh", "identity"] = "tanh"
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, problem: str) -> None:
+            if not ok:
+                raise DepinduceError(f"udgn: {problem}")
+
+        for name in ("hidden_size", "n_layers", "n_heads", "head_size", "parser_layers", "parser_hidden_size"):
+            value = getattr(self, name)
+            need(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+                 f"{name} must be a positive integer, not {value!r}")
+        for name in ("dropout", "dropatt"):
+            value = getattr(self, name)
+            need(isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0,
+                 f"{name} must be in [0, 1), not {value!r}")
+        for name in ("gates", "relative_bias"):
+            need(isinstance(getattr(self, name), bool), f"{name} must be true or false, not {getattr(self, name)!r}")
+        need(self.competition in ("softmax", "sigmoid"),
+             f"competition must be 'softmax' or 'sigmoid', not {self.competition!r}")
+        need(self.activation in ("tanh", "identity"),
+             f"activation must be 'tanh' or 'identity', not {self.activation!r}")

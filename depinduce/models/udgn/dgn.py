@@ -1,0 +1,243 @@
+"""The Dependency Graph Network layer: competitive gated heads over the soft dependency graph (section 3.3).
+
+For hidden states h (B, T, H), ``n_heads`` = N heads of width d and the undirected mask m (B, T, T)::
+
+    [q, k, v, g]_ik = W h_i + b                            one projection, H → 4·N·d (3·N·d without gates)
+    s_ijk  = (q_ik · k_jk + b^dir(i,j)_k) / √d              b^left_k when j < i, b^right_k when j > i, 0 at i = j
+    â_ijk  = softmax_k(s_ijk)                              the competitive controller: heads compete per pair
+    a_ijk  = â_ijk · m_ij                                  the graph gates how much flows between i and j
+    o_ik   = sigmoid(g_ik) ⊙ Σ_j a_ijk · tanh(v_jk)
+    h'_i   = h_i + W_o dropout([o_i1; …; o_iN]) + b_o      no feed-forward block, no LayerNorm inside
+
+Options (the paper's ablations): ``gates=False`` drops g (the gate is 1), ``competition="sigmoid"`` replaces the
+softmax over heads by an independent sigmoid per head, ``relative_bias=False`` drops b^dir, and
+``activation="identity"`` passes v without tanh.  ``dropatt`` drops entries a_ijk (head k for the pair (i, j)).
+
+The authors' code forms a_ijk in log space, exp(log_softmax_k(s) + log(m + 1e−6)); here it is the product of
+equation 11 itself, which is the same up to that 1e−6 and gives padding keys and the diagonal exactly zero
+weight (so a sentence's states do not depend on its batch-mates' padding).
+
+Every head is computed at once: scores, controller and messages are (B, N, T, T) / (B, N, T, d) batched matrix
+products, and the two projections run through oneDNN on CPU (:mod:`depinduce.models.layers.kernels`).
+
+Memory (CPU training): autograd would keep, per layer, contiguous copies of q, k and the values for the batched
+products, tanh(v), sigmoid(g), the messages before and after the gate and dropout — about twice the projection
+itself.  :class:`_GatedHeadsCore` keeps only the projection and m and recomputes the rest in backward (two
+batched products and a few element-wise passes, small next to the projections); dropout masks are redrawn from
+their seeds.  On other devices, and without gradients, the same computation runs as plain torch ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from depinduce.models.layers.dropout import apply_dropout, drop_mask, new_seed
+from depinduce.models.layers.kernels import linear_backward, position_linear
+
+# Pair directions: 0 = the word itself, 1 = j left of i (j < i), 2 = j right of i (j > i).
+SAME, LEFT, RIGHT = 0, 1, 2
+
+
+def pair_directions(width: int, device: torch.device | None = None) -> torch.Tensor:
+    """(T, T) long tensor: the direction of key j seen from query i (SAME / LEFT / RIGHT)."""
+    index = torch.arange(width, device=device)
+    i, j = index[:, None], index[None, :]
+    return torch.where(j < i, LEFT, torch.where(j > i, RIGHT, SAME))
+
+
+@dataclass(frozen=True)
+class HeadOptions:
+    """The shape and ablation switches of a layer's heads."""
+
+    n_heads: int
+    head_size: int
+    gates: bool = True
+    competition: str = "softmax"  # softmax | sigmoid
+    activation: str = "tanh"  # tanh | identity
+
+    @property
+    def n_parts(self) -> int:
+        return 4 if self.gates else 3
+
+
+def _split(parts: torch.Tensor, opts: HeadOptions) -> tuple[torch.Tensor, ...]:
+    """The projection (B, T, parts·N·d) → q, k, v[, g], each a (B, T, N, d) view.  ``unbind`` rather than
+    indexing: its backward writes the gradients into one tensor instead of zero-filling one per part."""
+    batch, width, _ = parts.shape
+    return parts.view(batch, width, opts.n_parts, opts.n_heads, opts.head_size).unbind(2)
+
+
+def _controller(q: torch.Tensor, k: torch.Tensor, table: torch.Tensor | None, directions: torch.Tensor,
+                opts: HeadOptions) -> torch.Tensor:
+    """â (B, N, T, T) from queries and keys (B, T, N, d) and the (N, 3) direction-bias table (or None)."""
+    scores = torch.matmul(q.transpose(1, 2), k.permute(0, 2, 3, 1))
+    if table is not None:
+        scores = scores + table[:, directions]
+    scores = scores.mul_(opts.head_size**-0.5)
+    return scores.softmax(dim=1) if opts.competition == "softmax" else scores.sigmoid()
+
+
+def _values(v: torch.Tensor, opts: HeadOptions) -> torch.Tensor:
+    return torch.tanh(v) if opts.activation == "tanh" else v
+
+
+def plain_heads(parts: torch.Tensor, graph: torch.Tensor, table: torch.Tensor | None, directions: torch.Tensor,
+                opts: HeadOptions, dropatt: float, dropout: float, training: bool,
+                controllers: list[torch.Tensor] | None = None) -> torch.Tensor:
+    """dropout([o_i1; …; o_iN]) (B, T, N·d) with torch's own autograd: the reference computation."""
+    batch, width, _ = parts.shape
+    q, k, v, *gate = _split(parts, opts)
+    controller = _controller(q, k, table, directions, opts)
+    if controllers is not None:
+        controllers.append(controller.detach())
+    weights = apply_dropout(controller * graph[:, None], dropatt, training)
+    messages = torch.matmul(weights, _values(v, opts).transpose(1, 2)).transpose(1, 2)  # (B, T, N, d)
+    if opts.gates:
+        messages = messages * torch.sigmoid(gate[0])
+    return apply_dropout(messages.reshape(batch, width, -1), dropout, training)
+
+
+class _Recomputed:
+    """The intermediate tensors of one layer's heads, computed without autograd (forward and again in
+    backward); dropout masks come from their seeds, so both passes see the same ones."""
+
+    def __init__(self, parts: torch.Tensor, graph: torch.Tensor, table: torch.Tensor | None,
+                 directions: torch.Tensor, opts: HeadOptions, dropatt: float, att_seed: int | None,
+                 dropout: float, seed: int | None) -> None:
+        batch, width, _ = parts.shape
+        q, k, v, *gate = _split(parts, opts)
+        self.q, self.k = q, k
+        self.controller = _controller(q, k, table, directions, opts)
+        weights = self.controller * graph[:, None]
+        self.att_drop = None if att_seed is None else drop_mask(weights.shape, dropatt, att_seed)
+        if self.att_drop is not None:
+            weights.masked_fill_(self.att_drop, 0.0).mul_(1.0 / (1.0 - dropatt))
+        self.weights = weights
+        self.values = _values(v, opts).transpose(1, 2)  # (B, N, T, d)
+        self.context = torch.matmul(weights, self.values).transpose(1, 2)  # (B, T, N, d)
+        self.gate = torch.sigmoid(gate[0]) if opts.gates else None
+        # A fresh tensor either way (the product, or the copy that reshaping the transposed context makes), so
+        # dropout may work in place; the context itself is only needed again for the gate's gradient.
+        messages = (self.context * self.gate if self.gate is not None else self.context).reshape(batch, width, -1)
+        self.drop = None if seed is None else drop_mask(messages.shape, dropout, seed)
+        if self.drop is not None:
+            messages.masked_fill_(self.drop, 0.0).mul_(1.0 / (1.0 - dropout))
+        self.messages = messages
+
+
+class _GatedHeadsCore(torch.autograd.Function):
+    """W_o · dropout([o_i1; …; o_iN]) + b_o from the projection, keeping only the projection and m for
+    backward (everything else is recomputed there; see the module docstring)."""
+
+    @staticmethod
+    def forward(ctx: Any, parts: torch.Tensor, graph: torch.Tensor, table: torch.Tensor | None,
+                out_weight: torch.Tensor, out_bias: torch.Tensor, directions: torch.Tensor, opts: HeadOptions,
+                dropatt: float, att_seed: int | None, dropout: float, seed: int | None) -> torch.Tensor:
+        ctx.settings = (opts, dropatt, att_seed, dropout, seed)
+        ctx.has_table = table is not None
+        saved_table = table if table is not None else graph.new_empty(0)
+        ctx.save_for_backward(parts, graph, saved_table, out_weight, directions)
+        heads = _Recomputed(parts, graph, table, directions, opts, dropatt, att_seed, dropout, seed)
+        return position_linear(heads.messages, out_weight, out_bias)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        parts, graph, table, out_weight, directions = ctx.saved_tensors
+        opts, dropatt, att_seed, dropout, seed = ctx.settings
+        table = table if ctx.has_table else None
+        heads = _Recomputed(parts, graph, table, directions, opts, dropatt, att_seed, dropout, seed)
+        grad_messages, grad_out_weight, grad_out_bias = linear_backward(grad.contiguous(), heads.messages,
+                                                                        out_weight)
+        del heads.messages
+        if heads.drop is not None:
+            grad_messages.masked_fill_(heads.drop, 0.0).mul_(1.0 / (1.0 - dropout))
+        grad_messages = grad_messages.view(heads.context.shape)  # (B, T, N, d)
+        grad_parts = torch.empty_like(parts).view(*parts.shape[:2], opts.n_parts, opts.n_heads, opts.head_size)
+        if heads.gate is not None:
+            # d sigmoid = s (1 − s)
+            grad_gate = grad_messages * heads.context * heads.gate * (1.0 - heads.gate)
+            grad_parts[:, :, 3] = grad_gate
+            del grad_gate
+            grad_context = (grad_messages * heads.gate).transpose(1, 2)
+        else:
+            grad_context = grad_messages.transpose(1, 2)
+        del grad_messages
+        grad_values = torch.matmul(heads.weights.transpose(-1, -2), grad_context)  # (B, N, T, d)
+        if opts.activation == "tanh":
+            grad_values.mul_(1.0 - heads.values * heads.values)
+        grad_parts[:, :, 2] = grad_values.transpose(1, 2)
+        del grad_values
+        grad_weights = torch.matmul(grad_context, heads.values.transpose(-1, -2))  # (B, N, T, T)
+        del grad_context, heads.values, heads.weights
+        if heads.att_drop is not None:
+            grad_weights.masked_fill_(heads.att_drop, 0.0).mul_(1.0 / (1.0 - dropatt))
+        controller = heads.controller
+        grad_graph = (grad_weights * controller).sum(dim=1)
+        grad_controller = grad_weights.mul_(graph[:, None])
+        if opts.competition == "softmax":
+            inner = (grad_controller * controller).sum(dim=1, keepdim=True)
+            grad_scores = grad_controller.sub_(inner).mul_(controller)
+        else:
+            grad_scores = grad_controller.mul_(controller).mul_(1.0 - controller)
+        grad_scores.mul_(opts.head_size**-0.5)
+        grad_table = None
+        if table is not None:
+            per_pair = grad_scores.sum(dim=0).flatten(1)  # (N, T·T)
+            grad_table = torch.zeros_like(table).index_add_(1, directions.flatten(), per_pair)
+        grad_parts[:, :, 0] = torch.matmul(grad_scores, heads.k.transpose(1, 2)).transpose(1, 2)
+        grad_parts[:, :, 1] = torch.matmul(grad_scores.transpose(-1, -2), heads.q.transpose(1, 2)).transpose(1, 2)
+        return (grad_parts.view(parts.shape), grad_graph, grad_table, grad_out_weight, grad_out_bias,
+                None, None, None, None, None, None)
+
+
+def _fused_supported(parts: torch.Tensor) -> bool:
+    """The fused core redraws CPU dropout masks in backward; elsewhere plain autograd ops do the work."""
+    return parts.device.type == "cpu" and torch.is_grad_enabled()
+
+
+class DGNLayer(nn.Module):
+    """One layer of competitive gated heads with a residual connection."""
+
+    def __init__(self, hidden_size: int, n_heads: int, head_size: int, dropout: float, dropatt: float, *,
+                 gates: bool = True, competition: str = "softmax", relative_bias: bool = True,
+                 activation: str = "tanh") -> None:
+        super().__init__()
+        self.opts = HeadOptions(n_heads, head_size, gates, competition, activation)
+        self.dropout = dropout
+        self.dropatt = dropatt
+        n_parts = self.opts.n_parts
+        width = n_heads * head_size
+        # Output layout (parts, heads, head_size): q, k, v and g are contiguous blocks.
+        self.project = nn.Linear(hidden_size, n_parts * width)
+        self.out = nn.Linear(width, hidden_size)
+        # Per head: the score bias for a key on the left and on the right of the query.
+        self.direction_bias = nn.Parameter(torch.zeros(n_heads, 2)) if relative_bias else None
+        for weight in self.project.weight.data.chunk(n_parts, dim=0):  # Xavier per projection
+            nn.init.xavier_uniform_(weight)
+        nn.init.xavier_uniform_(self.out.weight)
+        nn.init.zeros_(self.project.bias)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, x: torch.Tensor, graph: torch.Tensor, directions: torch.Tensor,
+                controllers: list[torch.Tensor] | None = None) -> torch.Tensor:
+        """``x`` (B, T, H), ``graph`` = m (B, T, T), ``directions`` (T, T) from :func:`pair_directions`; returns
+        the new (B, T, H) states.  When ``controllers`` is a list, â (B, N, T, T) of this layer is appended."""
+        parts = position_linear(x, self.project.weight, self.project.bias)
+        graph = graph.to(parts.dtype)
+        # (N, 3): SAME gets no bias
+        table = None if self.direction_bias is None else F.pad(self.direction_bias, (1, 0))
+        if controllers is None and _fused_supported(parts):
+            att_seed = new_seed() if self.training and self.dropatt > 0.0 else None
+            seed = new_seed() if self.training and self.dropout > 0.0 else None
+            out = _GatedHeadsCore.apply(parts, graph, table, self.out.weight, self.out.bias, directions, self.opts,
+                                        self.dropatt, att_seed, self.dropout, seed)
+        else:
+            messages = plain_heads(parts, graph, table, directions, self.opts, self.dropatt, self.dropout,
+                                   self.training, controllers)
+            out = position_linear(messages, self.out.weight, self.out.bias)
+        return out.add_(x)

@@ -1,0 +1,119 @@
+"""UDGN's head-selective parser (paper section 3.1, a simplified DENSE) and its undirected dependency mask (3.2).
+
+Own word embedding → dropout → BiLSTM → dropout → Linear(2P → 2P) split into a child and a parent half →
+e[i, j] = child_i · parent_j / √P → p[i, ·] = softmax over the sentence's real words.
+
+As in the authors' code the softmax does not exclude the diagonal: the mass p[i, i] a word puts on itself is
+the share of its distribution that is no edge of the graph, which the backend scores as its root probability
+(see ``model.py``).  Padding columns are excluded and padding rows are zero.
+
+The BiLSTM runs each direction over the real words of each sentence only, as a packed sequence would, so a
+sentence's distribution does not depend on its batch-mates (see :class:`BiLSTM` for how it avoids packing).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from depinduce.models.layers.dropout import apply_dropout
+from depinduce.models.layers.kernels import position_linear
+
+# Logit of a padding column: finite (an empty row stays NaN-free), and exp() of it underflows to exactly zero.
+_PADDING_LOGIT = -1e9
+
+
+def reverse_within_lengths(lengths: torch.Tensor, width: int) -> torch.Tensor:
+    """(B, width) gather index that reverses each row's first ``lengths[b]`` positions and keeps the padding in
+    place; applying it twice is the identity."""
+    t = torch.arange(width, device=lengths.device)[None, :]
+    last = lengths[:, None] - 1
+    return torch.where(t <= last, last - t, t)
+
+
+class BiLSTM(nn.Module):
+    """A multi-layer bidirectional LSTM over the real words of each sentence, dropout between layers.
+
+    The parameters are an ordinary ``nn.LSTM(bidirectional=True)``.  On CPU each layer and direction is run as
+    its own unidirectional LSTM over an unpacked batch, the right-to-left direction over each sentence reversed
+    within its length: outputs at real positions are exactly those of the packed sequence, but torch runs
+    unpacked CPU LSTMs through oneDNN, about twice as fast as its packed-sequence loop.  Elsewhere (CUDA) the
+    packed sequence goes through ``nn.LSTM`` itself.  Outputs at padding positions are unspecified.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, n_layers: int, dropout: float) -> None:
+        super().__init__()
+        self.dropout = dropout
+        self.lstm = nn.LSTM(input_size, hidden_size, num_layers=n_layers, bidirectional=True, batch_first=True,
+                            dropout=dropout if n_layers > 1 else 0.0)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, 2·hidden) for ``x`` (B, T, input) and the (B, T) real-word ``mask`` (a prefix of each row)."""
+        lengths = mask.sum(dim=-1)
+        if x.device.type != "cpu":
+            return self._packed(x, lengths)
+        reverse = reverse_within_lengths(lengths, x.size(1))
+        lstm = self.lstm
+        h = x
+        for layer in range(lstm.num_layers):
+            if layer > 0:
+                h = apply_dropout(h, self.dropout, self.training)
+            left_to_right = self._direction(h, layer, "")
+            right_to_left = self._direction(_gather_time(h, reverse), layer, "_reverse")
+            h = torch.cat([left_to_right, _gather_time(right_to_left, reverse)], dim=-1)
+        return h
+
+    def _direction(self, x: torch.Tensor, layer: int, suffix: str) -> torch.Tensor:
+        """One layer and direction (``suffix`` "" or "_reverse") of the LSTM over (B, T, input) ``x``."""
+        lstm = self.lstm
+        kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+        params = [getattr(lstm, f"{kind}_l{layer}{suffix}") for kind in kinds]
+        zeros = x.new_zeros((1, x.size(0), lstm.hidden_size))
+        # (input, (h0, c0), params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+        return torch.lstm(x, (zeros, zeros), params, True, 1, 0.0, self.training, False, True)[0]
+
+    def _packed(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        packed = pack_padded_sequence(x, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+        return pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=x.size(1))[0]
+
+
+def _gather_time(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``x`` (B, T, C) with its time axis permuted per row by ``index`` (B, T)."""
+    return x.gather(1, index[:, :, None].expand(-1, -1, x.size(-1)))
+
+
+class HeadSelectiveParser(nn.Module):
+    """Words → head logits e[i, j] (paper equations 1–4) and the head distribution p (equation 5)."""
+
+    def __init__(self, vocab_size: int, embedding_size: int, hidden_size: int, n_layers: int, dropout: float) -> None:
+        super().__init__()
+        self.dropout = dropout
+        self.hidden_size = hidden_size
+        self.embedding = nn.Embedding(vocab_size, embedding_size)
+        self.encoder = BiLSTM(embedding_size, hidden_size, n_layers, dropout)
+        # [child | parent] halves of one projection of the BiLSTM state.
+        self.project = nn.Linear(2 * hidden_size, 2 * hidden_size)
+        nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
+
+    def logits(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, T) head logits, row = dependent, column = candidate head; padding columns are −1e9."""
+        x = apply_dropout(self.embedding(tokens), self.dropout, self.training)
+        h = apply_dropout(self.encoder(x, mask), self.dropout, self.training)
+        projected = position_linear(h, self.project.weight, self.project.bias)
+        child, parent = projected.split(self.hidden_size, dim=-1)
+        logits = torch.matmul(child, parent.transpose(1, 2)).mul_(self.hidden_size**-0.5)
+        return logits.masked_fill(~mask[:, None, :], _PADDING_LOGIT)
+
+    def head_distribution(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """p (B, T, T): each real row sums to one over the sentence's real words (itself included); padding rows
+        and columns are zero."""
+        return self.logits(tokens, mask).softmax(dim=-1) * mask[:, :, None]
+
+
+def undirected_mask(p: torch.Tensor) -> torch.Tensor:
+    """m = head + headᵀ − head ⊙ headᵀ with head = p without its diagonal (paper equation 6): the probability
+    that i depends on j or j on i, treating the two as independent events; symmetric, zero diagonal, in [0, 1]."""
+    head = p * (1.0 - torch.eye(p.size(-1), dtype=p.dtype, device=p.device))
+    child = head.transpose(1, 2)
+    return head + child - head * child

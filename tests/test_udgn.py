@@ -1,0 +1,341 @@
+"""UDGN: parser distribution and undirected mask, the DGN layer against the paper's equations (every ablation),
+the fused CPU core, scores and decoding, batch invariance, recipes, and train → parse end to end."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import conllu
+import pytest
+import torch
+from click.testing import CliRunner
+
+from depinduce.cli.main import cli
+from depinduce.data.vocab import Vocab
+from depinduce.errors import DepinduceError
+from depinduce.models.udgn import UDGN, UDGNConfig
+from depinduce.models.udgn import dgn
+from depinduce.models.udgn.dgn import DGNLayer, pair_directions
+from depinduce.models.udgn.parser import BiLSTM, undirected_mask
+from depinduce.structures.decode import decode_heads
+from depinduce.structures.dependency import tree_problem
+from depinduce.training.config import load_recipe, resolve_config
+from depinduce.training.objectives import MaskedLM
+from training_support import REPO, make_data
+
+TINY = {"hidden_size": 16, "n_layers": 2, "n_heads": 4, "head_size": 6, "parser_layers": 2,
+        "parser_hidden_size": 8}
+F64 = torch.float64
+
+
+def tiny_model(**overrides: object) -> UDGN:
+    torch.manual_seed(0)
+    return UDGN(UDGNConfig(**{**TINY, **overrides}), Vocab([f"w{i}" for i in range(40)]))
+
+
+def batch_of(*rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    tokens = torch.zeros(len(rows), width, dtype=torch.long)
+    mask = torch.zeros(len(rows), width, dtype=torch.bool)
+    for b, row in enumerate(rows):
+        tokens[b, : len(row)] = torch.tensor(row)
+        mask[b, : len(row)] = True
+    return tokens, mask
+
+
+# ------------------------------------------------------------------------------------------ parser and mask
+
+
+def test_head_distribution_rows_sum_to_one_over_real_words_and_padding_is_zero() -> None:
+    model = tiny_model()
+    tokens, mask = batch_of([4, 8, 15, 16, 23, 9], [30, 7, 3], [9])
+    p = model.head_distribution(tokens, mask)
+    real = mask[:, :, None] & mask[:, None, :]
+    assert torch.allclose(p.sum(-1), mask.float(), atol=1e-6)  # 1 on real rows, 0 on padding rows
+    assert torch.all(p[~real] == 0) and torch.all(p[real] > 0)
+    assert torch.allclose(p[2, 0, 0], torch.tensor(1.0))  # a one-word sentence: all mass on itself (its root)
+
+
+def test_undirected_mask_is_a_symmetric_probabilistic_or_with_zero_diagonal() -> None:
+    model = tiny_model()
+    tokens, mask = batch_of([4, 8, 15, 16, 23], [5, 6, 7])
+    p = model.head_distribution(tokens, mask)
+    m = undirected_mask(p)
+    assert torch.allclose(m, m.transpose(1, 2)) and torch.all(m.diagonal(dim1=1, dim2=2) == 0)
+    assert torch.all((m >= 0) & (m <= 1))
+    i, j = 1, 3
+    expected = p[0, i, j] + p[0, j, i] - p[0, i, j] * p[0, j, i]
+    assert torch.allclose(m[0, i, j], expected)
+    # certain edges both ways stay a probability: 1 + 1 − 1 = 1, not 2
+    both = torch.tensor([[[0.0, 1.0], [1.0, 0.0]]])
+    assert torch.equal(undirected_mask(both), both)
+    assert torch.all(m[1, 3:] == 0) and torch.all(m[1, :, 3:] == 0)
+
+
+def test_bilstm_equals_the_packed_sequence_lstm() -> None:
+    torch.manual_seed(0)
+    lstm = BiLSTM(8, 6, 3, dropout=0.3).eval()
+    lengths = torch.tensor([7, 3, 5, 1])
+    mask = torch.arange(7)[None] < lengths[:, None]
+    x = torch.randn(4, 7, 8)
+    assert torch.allclose(lstm(x, mask)[mask], lstm._packed(x, lengths)[mask], atol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------- DGN layer
+
+
+def reference_layer(layer: DGNLayer, x: torch.Tensor, m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The paper's equations 7–15 term by term (loops over heads and words), no dropout; returns the new states
+    and the controller â[b, k, i, j]."""
+    opts = layer.opts
+    n, d = opts.n_heads, opts.head_size
+    batch, width, _ = x.shape
+    proj = (x @ layer.project.weight.T + layer.project.bias).view(batch, width, opts.n_parts, n, d)
+    controller = torch.zeros(batch, n, width, width, dtype=x.dtype)
+    out = torch.zeros(batch, width, n * d, dtype=x.dtype)
+    for b, i, j in itertools.product(range(batch), range(width), range(width)):
+        scores = []
+        for k in range(n):
+            s = proj[b, i, 0, k] @ proj[b, j, 1, k]
+            if layer.direction_bias is not None and i != j:
+                s = s + layer.direction_bias[k, 0 if j < i else 1]
+            scores.append(s / math.sqrt(d))
+        scores = torch.stack(scores)
+        controller[b, :, i, j] = scores.softmax(0) if opts.competition == "softmax" else scores.sigmoid()
+    for b, i, k in itertools.product(range(batch), range(width), range(n)):
+        message = torch.zeros(d, dtype=x.dtype)
+        for j in range(width):
+            value = proj[b, j, 2, k]
+            value = torch.tanh(value) if opts.activation == "tanh" else value
+            message = message + controller[b, k, i, j] * m[b, i, j] * value
+        gate = torch.sigmoid(proj[b, i, 3, k]) if opts.gates else 1.0
+        out[b, i, k * d : (k + 1) * d] = gate * message
+    return x + out @ layer.out.weight.T + layer.out.bias, controller
+
+
+ABLATIONS = [{}, {"gates": False}, {"competition": "sigmoid"}, {"relative_bias": False}, {"activation": "identity"}]
+
+
+@pytest.mark.parametrize("options", ABLATIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "paper")
+def test_layer_follows_the_paper_equations_for_every_option(options: dict) -> None:
+    torch.manual_seed(0)
+    layer = DGNLayer(8, 3, 4, dropout=0.0, dropatt=0.0, **options).double()
+    for param in layer.parameters():
+        torch.nn.init.normal_(param, std=0.5)
+    x = torch.randn(2, 5, 8, dtype=F64, requires_grad=True)
+    m = undirected_mask(torch.rand(2, 5, 5, dtype=F64).softmax(-1))
+    want, want_controller = reference_layer(layer, x, m)
+    controllers: list[torch.Tensor] = []
+    plain = layer(x, m, pair_directions(5), controllers)  # the plain path (controllers requested)
+    fused = layer(x, m, pair_directions(5))  # the fused CPU core (training mode, gradients on)
+    assert torch.allclose(plain, want) and torch.allclose(fused, want)
+    assert torch.allclose(controllers[0], want_controller)
+    grads = [torch.autograd.grad(out.sum(), [x, *layer.parameters()]) for out in (fused, want)]
+    for a, b in zip(*grads):
+        assert torch.allclose(a, b)
+
+
+def test_ablation_options_change_the_parameters_as_specified() -> None:
+    paper, no_gates, no_bias = (DGNLayer(8, 3, 4, 0.0, 0.0, **o) for o in ({}, {"gates": False},
+                                                                           {"relative_bias": False}))
+    assert paper.project.out_features == 4 * 3 * 4 and no_gates.project.out_features == 3 * 3 * 4
+    assert paper.direction_bias.shape == (3, 2) and no_bias.direction_bias is None
+    assert not any("direction_bias" in name for name, _ in no_bias.named_parameters())
+    assert torch.all(paper.direction_bias == 0)  # starts as the ablated model
+
+
+def test_no_gates_equals_a_gate_fixed_at_one() -> None:
+    torch.manual_seed(0)
+    gated, ungated = DGNLayer(8, 3, 4, 0.0, 0.0), DGNLayer(8, 3, 4, 0.0, 0.0, gates=False)
+    width = 3 * 4
+    with torch.no_grad():
+        ungated.project.weight.copy_(gated.project.weight[: 3 * width])
+        ungated.project.bias.copy_(gated.project.bias[: 3 * width])
+        ungated.out.load_state_dict(gated.out.state_dict())
+        ungated.direction_bias.copy_(torch.randn(3, 2))
+        gated.direction_bias.copy_(ungated.direction_bias)
+        gated.project.weight[3 * width :] = 0.0
+        gated.project.bias[3 * width :] = 1e4  # sigmoid(1e4) == 1.0 exactly in float32
+    x, m = torch.randn(2, 6, 8), undirected_mask(torch.rand(2, 6, 6).softmax(-1))
+    assert torch.allclose(gated(x, m, pair_directions(6)), ungated(x, m, pair_directions(6)), atol=1e-6)
+
+
+def test_relative_bias_favours_a_head_in_one_direction_only() -> None:
+    torch.manual_seed(0)
+    layer = DGNLayer(8, 3, 4, 0.0, 0.0)
+    with torch.no_grad():
+        layer.direction_bias[0, 0] = 20.0  # head 0 strongly preferred for keys on the left
+    controllers: list[torch.Tensor] = []
+    layer(torch.randn(1, 5, 8), torch.ones(1, 5, 5), pair_directions(5), controllers)
+    head0 = controllers[0][0, 0]
+    left = torch.ones(5, 5).tril(-1).bool()
+    right = torch.ones(5, 5).triu(1).bool()
+    assert torch.all(head0[left] > 0.99) and torch.all(head0[right] < 0.99)
+
+
+def test_fused_core_gradients_are_exact_with_dropout() -> None:
+    torch.manual_seed(0)
+    layer = DGNLayer(6, 2, 3, dropout=0.3, dropatt=0.2).double()
+    x = torch.randn(2, 4, 6, dtype=F64, requires_grad=True)
+    m = torch.rand(2, 4, 4, dtype=F64, requires_grad=True)
+    directions = pair_directions(4)
+
+    def run(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        torch.manual_seed(11)  # the same dropout masks on every call
+        return layer(x, m, directions)
+
+    assert torch.autograd.gradcheck(run, (x, m), fast_mode=True)
+
+
+def test_fused_core_matches_plain_autograd_with_the_same_dropout(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.manual_seed(0)
+    layer = DGNLayer(16, 4, 8, dropout=0.3, dropatt=0.2)
+    x = torch.randn(20, 7, 16, requires_grad=True)  # batch ≥ 16: the oneDNN route
+    m = torch.rand(20, 7, 7, requires_grad=True)
+    inputs = [x, m, *layer.parameters()]
+    results = []
+    for fused in (True, False):
+        if not fused:
+            monkeypatch.setattr(dgn, "_fused_supported", lambda parts: False)
+        torch.manual_seed(5)  # the same dropout seeds, drawn in the same order by both paths
+        out = layer(x, m, pair_directions(7))
+        results.append((out, torch.autograd.grad(out.sum(), inputs)))
+    (out_a, grads_a), (out_b, grads_b) = results
+    assert torch.allclose(out_a, out_b, atol=1e-5)
+    for a, b in zip(grads_a, grads_b):
+        assert torch.allclose(a, b, atol=1e-4 * max(1.0, b.abs().max().item()))
+
+
+# ------------------------------------------------------------------------------------------------- model
+
+
+def test_controller_probabilities_sum_to_one_over_heads_without_dropout() -> None:
+    model = tiny_model(dropatt=0.5, dropout=0.5)
+    model.train()
+    tokens, mask = batch_of([4, 8, 15, 16, 23], [5, 6, 7])
+    probs = model.controller_probabilities(tokens, mask)
+    assert probs.shape == (2, TINY["n_layers"], TINY["n_heads"], 5, 5)
+    assert model.training  # restored
+    assert torch.equal(probs, model.controller_probabilities(tokens, mask))  # eval mode: no dropout
+    real = (mask[:, :, None] & mask[:, None, :])[:, None, None].expand_as(probs)
+    sums = probs.sum(dim=2)
+    assert torch.allclose(sums[real[:, :, 0]], torch.tensor(1.0), atol=1e-6)
+    assert torch.all(probs[~real] == 0)
+    sigmoid = tiny_model(competition="sigmoid").controller_probabilities(tokens, mask)
+    assert not torch.allclose(sigmoid.sum(dim=2)[real[:, :, 0]], torch.tensor(1.0), atol=1e-3)
+
+
+def test_gradients_reach_the_parser_bilstm_through_the_masked_lm_loss() -> None:
+    model = tiny_model()
+    model.train()
+    tokens, mask = batch_of(list(range(3, 12)), list(range(20, 26)))
+    objective = MaskedLM(0.4)
+    inputs = objective.prepare(tokens, mask, generator=torch.Generator().manual_seed(0))
+    assert inputs["masked"].any()
+    objective.compute(model, **inputs).loss.backward()
+    for name, param in model.parser.named_parameters():
+        assert param.grad is not None and param.grad.abs().sum() > 0, name
+
+
+def test_score_tensors_are_log_distributions_with_the_self_mass_as_root() -> None:
+    model = tiny_model().eval()
+    tokens, mask = batch_of([4, 8, 15, 16, 23, 5, 6], [30, 7], [9])
+    scores = model.score_tensors(tokens, mask)
+    p = model.head_distribution(tokens, mask)
+    for b, n in enumerate((7, 2, 1)):
+        heads = scores[b].heads
+        assert heads.shape == (n + 1, n + 1) and scores[b].distances is None and scores[b].heights is None
+        assert torch.all(heads[0] == -math.inf) and torch.all(heads[1:, 1:].diagonal() == -math.inf)
+        assert torch.isfinite(heads[1:, 0]).all()
+        assert torch.allclose(heads[1:, 0].exp(), p[b, :n, :n].diagonal(), atol=1e-6)
+        off = ~torch.eye(n, dtype=torch.bool)
+        assert torch.allclose(heads[1:, 1:][off].exp(), p[b, :n, :n][off], atol=1e-6)
+        assert torch.allclose(heads[1:].logsumexp(-1), torch.zeros(n), atol=1e-5)
+        tree = decode_heads(heads.detach(), "mst")
+        assert tree_problem(tree) is None and tree.count(0) == 1
+        argmax = decode_heads(heads.detach(), "argmax")
+        assert len(argmax) == n and all(h != i for i, h in enumerate(argmax, start=1))
+
+
+def test_a_sentence_does_not_depend_on_its_batch_mates() -> None:
+    model = tiny_model()
+    model.eval()
+    short = [5, 9, 13, 2, 7]
+    alone_tokens, alone_mask = batch_of(short)
+    batch_tokens, batch_mask = batch_of(list(range(3, 14)), short, [4, 4, 4])
+    n = len(short)
+    with torch.no_grad():
+        alone, in_batch = model.score_tensors(alone_tokens, alone_mask)[0], model.score_tensors(batch_tokens,
+                                                                                               batch_mask)[1]
+        hidden_alone = model.encode(alone_tokens, alone_mask)[0]
+        hidden_batch = model.encode(batch_tokens, batch_mask)[1, :n]
+    assert torch.allclose(alone.heads, in_batch.heads, atol=1e-5)
+    assert torch.allclose(hidden_alone, hidden_batch, atol=1e-5)
+    controller_alone = model.controller_probabilities(alone_tokens, alone_mask)[0]
+    controller_batch = model.controller_probabilities(batch_tokens, batch_mask)[1, :, :, :n, :n]
+    assert torch.allclose(controller_alone, controller_batch, atol=1e-5)
+
+
+def test_config_errors_are_one_line() -> None:
+    for values, problem in (
+        ({"n_heads": 0}, "n_heads must be a positive integer"),
+        ({"competition": "max"}, "competition must be 'softmax' or 'sigmoid'"),
+        ({"activation": "relu"}, "activation must be 'tanh' or 'identity'"),
+        ({"dropatt": 1.0}, "dropatt must be in [0, 1)"),
+        ({"gates": "no"}, "gates must be true or false"),
+    ):
+        with pytest.raises(DepinduceError) as caught:
+            UDGNConfig(**values)
+        assert problem in str(caught.value) and "\n" not in str(caught.value)
+    with pytest.raises(DepinduceError, match="unknown model option"):
+        UDGN.from_config({"layers": 3}, Vocab(["a"]))
+    with pytest.raises(DepinduceError, match="model_config.competition must be one of"):
+        resolve_config(model_name="udgn", model_config_class=UDGNConfig, recipe={"model_config": {"competition": 1}})
+    defaults = UDGNConfig()
+    assert (defaults.hidden_size, defaults.n_layers, defaults.n_heads, defaults.head_size) == (512, 8, 8, 128)
+    assert (defaults.parser_layers, defaults.parser_hidden_size, defaults.dropout, defaults.dropatt) == (3, 512, 0.2,
+                                                                                                         0.1)
+
+
+@pytest.mark.parametrize("name", ["udgn-ptb.yaml", "udgn-ptb-cpu.yaml", "udgn-ud-cpu.yaml"])
+def test_recipes_load(name: str) -> None:
+    recipe = load_recipe(REPO / "recipes" / name)
+    config = resolve_config(model_name=None, model_config_class=UDGNConfig, recipe=recipe, where=name)
+    assert config.model == "udgn"
+    UDGNConfig(**config.model_config)
+    if name == "udgn-ptb.yaml":
+        assert config.model_config["n_layers"] == 8 and config.model_config["head_size"] == 128
+        assert (config.train.lr, config.train.clip, config.train.select) == (1e-3, 0.25, "dev_ppl")
+    else:
+        assert config.train.select == "dev_uda"
+
+
+def test_train_then_parse_text_end_to_end(tmp_path: Path) -> None:
+    data = make_data(tmp_path / "data", n_train=60, n_dev=12)
+    run = tmp_path / "run"
+    runner = CliRunner()
+    shrink = [f"model_config.{key}={value}" for key, value in TINY.items()]
+    trained = runner.invoke(cli, [
+        "train", "--recipe", str(REPO / "recipes" / "udgn-ptb-cpu.yaml"), "--data", str(data), "--out", str(run),
+        "--quiet", "--threads", "1", *itertools.chain.from_iterable(("--set", s) for s in shrink),
+        "--set", "train.epochs=1", "--set", "train.batch_tokens=200", "--set", "train.eval_every=0",
+    ])
+    assert trained.exit_code == 0, trained.output
+    assert (run / "model.pt").is_file() and "dev_uda" in (run / "metrics.jsonl").read_text()
+
+    text = "The dog saw a cat near the river.\nEvery child knew the old man!\n"
+    for decoder in ("mst", "argmax"):
+        parsed = runner.invoke(cli, ["parse", "--model", str(run), "--decoder", decoder, "--quiet", "-"], input=text)
+        assert parsed.exit_code == 0, parsed.output
+        sentences = conllu.parse(parsed.stdout)
+        assert [len(s) for s in sentences] == [9, 7]
+        if decoder == "mst":
+            for sentence in sentences:
+                heads = [t["head"] for t in sentence]
+                assert heads.count(0) == 1 and tree_problem(heads) is None
+    brackets = runner.invoke(cli, ["parse", "--model", str(run), "--format", "brackets", "--quiet", "-"],
+                             input=text)
+    assert brackets.exit_code == 0, brackets.output
+    assert brackets.stdout.count("\n") == 2 and "dog" in brackets.stdout
