@@ -116,15 +116,20 @@ def _udgn_run(directory: Path) -> Path:
     return directory
 
 
+@pytest.fixture
+def run_and_gold(tmp_path: Path) -> tuple[Path, Path]:
+    gold = tmp_path / "gold.conllu"
+    gold.write_text(CONLLU)
+    return _udgn_run(tmp_path / "run"), gold
+
+
 def _analyze(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "depinduce.cli.main", "analyze", "heads", "--quiet", *args],
                           capture_output=True, text=True)
 
 
-def test_cli_writes_the_table_csv_and_refuses_to_overwrite(tmp_path: Path) -> None:
-    run = _udgn_run(tmp_path / "run")
-    gold = tmp_path / "gold.conllu"
-    gold.write_text(CONLLU)
+def test_cli_writes_the_table_csv_and_refuses_to_overwrite(tmp_path: Path, run_and_gold: tuple[Path, Path]) -> None:
+    run, gold = run_and_gold
     out = tmp_path / "heads.csv"
     done = _analyze("--model", str(run), "--gold", str(gold), "--csv", str(out))
     assert done.returncode == 0, done.stderr
@@ -138,10 +143,8 @@ def test_cli_writes_the_table_csv_and_refuses_to_overwrite(tmp_path: Path) -> No
     assert _analyze("--model", str(run), "--gold", str(gold), "--csv", str(out), "--force").returncode == 0
 
 
-def test_cli_plot_is_drawn_or_explains_the_missing_extra(tmp_path: Path) -> None:
-    run = _udgn_run(tmp_path / "run")
-    gold = tmp_path / "gold.conllu"
-    gold.write_text(CONLLU)
+def test_cli_plot_is_drawn_or_explains_the_missing_extra(tmp_path: Path, run_and_gold: tuple[Path, Path]) -> None:
+    run, gold = run_and_gold
     plot = tmp_path / "heads.png"
     done = _analyze("--model", str(run), "--gold", str(gold), "--plot", str(plot))
     try:
@@ -153,9 +156,8 @@ def test_cli_plot_is_drawn_or_explains_the_missing_extra(tmp_path: Path) -> None
         assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_cli_rejects_models_without_heads_and_unlabelled_gold(tmp_path: Path) -> None:
-    gold = tmp_path / "gold.conllu"
-    gold.write_text(CONLLU)
+def test_cli_rejects_models_without_heads_and_unlabelled_gold(tmp_path: Path, run_and_gold: tuple[Path, Path]) -> None:
+    run, gold = run_and_gold
     baseline = _analyze("--model", "right-branching", "--gold", str(gold))
     assert baseline.returncode == 2 and "has no competitive heads" in baseline.stderr
     assert len(baseline.stderr.strip().splitlines()) == 1
@@ -163,5 +165,5 @@ def test_cli_rejects_models_without_heads_and_unlabelled_gold(tmp_path: Path) ->
     unlabelled.write_text("\n".join(
         "\t".join(cols[:7] + ["_"] + cols[8:]) if len(cols := line.split("\t")) == 10 else line
         for line in CONLLU.splitlines()) + "\n")
-    done = _analyze("--model", str(_udgn_run(tmp_path / "run")), "--gold", str(unlabelled))
+    done = _analyze("--model", str(run), "--gold", str(unlabelled))
     assert done.returncode == 2 and "no dependency labels" in done.stderr

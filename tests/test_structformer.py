@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from depinduce.data.vocab import Vocab
+from depinduce.models.neural import pad_batch
 from depinduce.errors import DepinduceError
 from depinduce.models.base import ParseScores
 from depinduce.models.layers.dropout import apply_dropout, drop_mask
@@ -225,13 +226,7 @@ def masked_lm_loss(model: StructFormer, tokens: torch.Tensor, mask: torch.Tensor
 
 
 def batch_of(*rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(r) for r in rows)
-    tokens = torch.zeros(len(rows), width, dtype=torch.long)
-    mask = torch.zeros(len(rows), width, dtype=torch.bool)
-    for b, row in enumerate(rows):
-        tokens[b, : len(row)] = torch.tensor(row)
-        mask[b, : len(row)] = True
-    return tokens, mask
+    return pad_batch(rows, 0)
 
 
 def test_gradients_reach_the_parser_through_the_masked_lm_loss() -> None:

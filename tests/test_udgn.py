@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from depinduce.cli.main import cli
 from depinduce.data.vocab import Vocab
+from depinduce.models.neural import pad_batch
 from depinduce.errors import DepinduceError
 from depinduce.models.udgn import UDGN, UDGNConfig
 from depinduce.models.udgn import dgn
@@ -36,13 +37,7 @@ def tiny_model(**overrides: object) -> UDGN:
 
 
 def batch_of(*rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(r) for r in rows)
-    tokens = torch.zeros(len(rows), width, dtype=torch.long)
-    mask = torch.zeros(len(rows), width, dtype=torch.bool)
-    for b, row in enumerate(rows):
-        tokens[b, : len(row)] = torch.tensor(row)
-        mask[b, : len(row)] = True
-    return tokens, mask
+    return pad_batch(rows, 0)
 
 
 # ------------------------------------------------------------------------------------------ parser and mask
@@ -281,8 +276,8 @@ def test_a_sentence_does_not_depend_on_its_batch_mates() -> None:
 def test_config_errors_are_one_line() -> None:
     for values, problem in (
         ({"n_heads": 0}, "n_heads must be a positive integer"),
-        ({"competition": "max"}, "competition must be 'softmax' or 'sigmoid'"),
-        ({"activation": "relu"}, "activation must be 'tanh' or 'identity'"),
+        ({"competition": "max"}, "competition must be one of softmax, sigmoid, not 'max'"),
+        ({"activation": "relu"}, "activation must be one of tanh, identity, not 'relu'"),
         ({"dropatt": 1.0}, "dropatt must be in [0, 1)"),
         ({"gates": "no"}, "gates must be true or false"),
     ):

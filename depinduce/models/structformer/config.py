@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from depinduce.errors import DepinduceError
+from depinduce.models.config_checks import ConfigChecks
 
 
 @dataclass
@@ -34,21 +34,13 @@ class StructFormerConfig:
     recompute_ffn: bool = True
 
     def __post_init__(self) -> None:
-        def need(ok: bool, problem: str) -> None:
-            if not ok:
-                raise DepinduceError(f"structformer: {problem}")
-
-        for name in ("hidden_size", "n_layers", "n_heads", "ff_size", "conv_size", "max_positions"):
-            value = getattr(self, name)
-            need(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-                 f"{name} must be a positive integer, not {value!r}")
-        need(isinstance(self.n_parser_layers, int) and self.n_parser_layers >= 0,
-             f"n_parser_layers must be a non-negative integer, not {self.n_parser_layers!r}")
-        need(self.hidden_size % self.n_heads == 0,
-             f"hidden_size ({self.hidden_size}) must be divisible by n_heads ({self.n_heads})")
-        need(self.conv_size % 2 == 1, f"conv_size must be odd (same padding), not {self.conv_size}")
-        for name in ("dropout", "dropatt"):
-            value = getattr(self, name)
-            need(isinstance(value, (int, float)) and 0.0 <= value < 1.0, f"{name} must be in [0, 1), not {value!r}")
-        for name in ("pos_emb", "recompute_ffn"):
-            need(isinstance(getattr(self, name), bool), f"{name} must be true or false, not {getattr(self, name)!r}")
+        check = ConfigChecks("structformer", self)
+        check.positive_ints("hidden_size", "n_layers", "n_heads", "ff_size", "conv_size", "max_positions")
+        check.need(isinstance(self.n_parser_layers, int) and not isinstance(self.n_parser_layers, bool)
+                   and self.n_parser_layers >= 0,
+                   f"n_parser_layers must be a non-negative integer, not {self.n_parser_layers!r}")
+        check.need(self.hidden_size % self.n_heads == 0,
+                   f"hidden_size ({self.hidden_size}) must be divisible by n_heads ({self.n_heads})")
+        check.need(self.conv_size % 2 == 1, f"conv_size must be odd (same padding), not {self.conv_size}")
+        check.probabilities("dropout", "dropatt")
+        check.booleans("pos_emb", "recompute_ffn")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from depinduce.errors import DepinduceError
+from depinduce.models.config_checks import ConfigChecks
 
 
 @dataclass
@@ -41,21 +41,9 @@ class UDGNConfig:
     activation: Literal["tanh", "identity"] = "tanh"
 
     def __post_init__(self) -> None:
-        def need(ok: bool, problem: str) -> None:
-            if not ok:
-                raise DepinduceError(f"udgn: {problem}")
-
-        for name in ("hidden_size", "n_layers", "n_heads", "head_size", "parser_layers", "parser_hidden_size"):
-            value = getattr(self, name)
-            need(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-                 f"{name} must be a positive integer, not {value!r}")
-        for name in ("dropout", "dropatt"):
-            value = getattr(self, name)
-            need(isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value < 1.0,
-                 f"{name} must be in [0, 1), not {value!r}")
-        for name in ("gates", "relative_bias"):
-            need(isinstance(getattr(self, name), bool), f"{name} must be true or false, not {getattr(self, name)!r}")
-        need(self.competition in ("softmax", "sigmoid"),
-             f"competition must be 'softmax' or 'sigmoid', not {self.competition!r}")
-        need(self.activation in ("tanh", "identity"),
-             f"activation must be 'tanh' or 'identity', not {self.activation!r}")
+        check = ConfigChecks("udgn", self)
+        check.positive_ints("hidden_size", "n_layers", "n_heads", "head_size", "parser_layers", "parser_hidden_size")
+        check.probabilities("dropout", "dropatt")
+        check.booleans("gates", "relative_bias")
+        check.choices("competition", ("softmax", "sigmoid"))
+        check.choices("activation", ("tanh", "identity"))
