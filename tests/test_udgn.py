@@ -334,3 +334,20 @@ def test_train_then_parse_text_end_to_end(tmp_path: Path) -> None:
                              input=text)
     assert brackets.exit_code == 0, brackets.output
     assert brackets.stdout.count("\n") == 2 and "dog" in brackets.stdout
+
+
+def test_recomputed_bilstm_layers_give_the_same_gradients() -> None:
+    torch.manual_seed(0)
+    lstm = BiLSTM(6, 5, n_layers=2, dropout=0.0)
+    x = torch.randn(3, 7, 6)
+    tokens, mask = pad_batch([[1] * 7, [1] * 4, [1] * 2], 0)
+    grads = []
+    for recompute in (False, True):
+        lstm.recompute = recompute
+        lstm.zero_grad()
+        inputs = x.clone().requires_grad_()
+        out = lstm(inputs, mask)
+        (out * mask[:, :, None]).pow(2).sum().backward()
+        grads.append([inputs.grad.clone()] + [p.grad.clone() for p in lstm.parameters()])
+    for plain, recomputed in zip(*grads):
+        assert torch.allclose(plain, recomputed, atol=1e-6)
