@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from depinduce.data.vocab import Vocab
 from depinduce.errors import DepinduceError
+from depinduce.training.batching import TokenStream
 from depinduce.training.objectives import (
-    HeadsAndLabels, LossModule, MaskedLM, NextWordLM, draw_mask, fixed_masks, objective_for,
+    HeadsAndLabels, LossModule, MaskedLM, NextWordLM, StreamLM, draw_mask, fixed_masks, objective_for,
 )
 
 PAD, UNK, MASK = Vocab.pad_index, Vocab.unk_index, Vocab.mask_index
@@ -137,19 +138,27 @@ def test_training_masks_follow_the_generator_state() -> None:
 
 
 class TinyLM(torch.nn.Module):
-    """Position t sees only the words before t (a start vector, then a running sum of embeddings)."""
+    """Position t sees only the boundary and the words before t (a running sum of embeddings); the boundary is
+    index ``vocab_size``."""
 
     def __init__(self, vocab_size: int = 12, hidden: int = 4) -> None:
         super().__init__()
-        self.embed = torch.nn.Embedding(vocab_size, hidden)
-        self.start = torch.nn.Parameter(torch.zeros(hidden))
-        self.out = torch.nn.Linear(hidden, vocab_size)
+        self.embed = torch.nn.Embedding(vocab_size + 1, hidden)
+        self.out = torch.nn.Linear(hidden, vocab_size + 1)
+        self.boundary = vocab_size
         self.seen: int | None = None
 
     def lm_hidden(self, tokens, mask):
-        x = self.embed(tokens) * mask.unsqueeze(-1)
-        prefix = torch.cumsum(x, dim=1) - x  # words strictly before t
-        return prefix + self.start
+        start = torch.full((tokens.shape[0], 1), self.boundary)
+        inputs = torch.cat([start, tokens], dim=1)
+        x = self.embed(inputs) * torch.cat([torch.ones_like(mask[:, :1]), mask], dim=1).unsqueeze(-1)
+        return torch.cumsum(x, dim=1)  # position t: boundary + words 0..t-1
+
+    def lm_stream(self, tokens, state):
+        x = self.embed(tokens)
+        carried = state[0] if state is not None else torch.zeros(tokens.shape[0], x.shape[-1])
+        hidden = torch.cumsum(x, dim=1) + carried.unsqueeze(1)
+        return hidden, [hidden[:, -1]]
 
     def output_logits(self, hidden):
         self.seen = hidden.shape[0]
@@ -159,22 +168,62 @@ class TinyLM(torch.nn.Module):
         return None
 
 
-def test_next_word_lm_predicts_every_real_token_from_its_prefix() -> None:
+def test_next_word_lm_predicts_every_word_and_the_sentence_end_from_its_prefix() -> None:
     model = TinyLM()
-    objective = NextWordLM()
+    objective = NextWordLM(boundary_index=12)
     objective.check_model(model)
     tokens, mask = _batch([[3, 4, 5], [6, 7]])
     loss, nll, count = LossModule(model, objective)(**objective.prepare(tokens, mask))
-    assert int(count) == 5 and model.seen == 5
+    assert int(count) == 7 and model.seen == 7  # 3 + 2 words, and two sentence ends
     hidden = model.lm_hidden(tokens, mask)
-    expected = F.cross_entropy(model.out(hidden[mask]), tokens[mask], reduction="sum")
-    assert torch.allclose(nll, expected) and torch.allclose(loss, expected / 5)
+    targets = torch.tensor([3, 4, 5, 12, 6, 7, 12])
+    positions = torch.tensor([[True, True, True, True], [True, True, True, False]])
+    expected = F.cross_entropy(model.out(hidden[positions]), targets, reduction="sum")
+    assert torch.allclose(nll, expected) and torch.allclose(loss, expected / 7)
     # changing a later word does not change the prediction of an earlier one
     changed = tokens.clone()
     changed[0, 2] = 9
     assert torch.allclose(model.lm_hidden(changed, mask)[0, :3], hidden[0, :3], atol=1e-6)
     loss.backward()
-    assert model.start.grad is not None and model.start.grad.abs().sum() > 0
+    assert model.embed.weight.grad[12].abs().sum() > 0  # the boundary's embedding is trained
+
+
+def test_token_stream_lays_sentences_out_as_continuous_text() -> None:
+    rows = [[3, 4], [5, 6, 7], [8], [9, 10]]
+    stream = TokenStream(rows, 12, n_streams=2, bptt=2)
+    # 3 4 B 5 6 7 B 8 B 9 10 B: 12 tokens, 2 streams of 6
+    assert stream.data.tolist() == [[3, 4, 12, 5, 6, 7], [12, 8, 12, 9, 10, 12]]
+    assert stream.n_chunks == 3  # 5 predictions per stream, 2 at a time
+    first, last = stream.chunk(0), stream.chunk(2)
+    assert first["tokens"].tolist() == [[3, 4], [12, 8]] and first["targets"].tolist() == [[4, 12], [8, 12]]
+    assert last["tokens"].tolist() == [[6], [10]] and last["targets"].tolist() == [[7], [12]]
+    # two ranks read disjoint halves of the text
+    halves = [TokenStream(rows, 12, n_streams=1, bptt=2, rank=r, world_size=2).data.tolist() for r in (0, 1)]
+    assert halves == [[[3, 4, 12, 5, 6, 7]], [[12, 8, 12, 9, 10, 12]]]
+    with pytest.raises(DepinduceError, match="too few"):
+        TokenStream(rows, 12, n_streams=7, bptt=2)
+
+
+def test_continuous_lm_carries_state_and_equals_one_long_read() -> None:
+    model = TinyLM()
+    objective = StreamLM(boundary_index=12, bptt=2)
+    objective.check_model(model)
+    module = LossModule(model, objective)
+    stream = TokenStream([[3, 4], [5, 6, 7], [8], [9, 10]], 12, n_streams=2, bptt=2)
+    objective.reset("train")
+    total = sum(float(module(**stream.chunk(k))[1]) for k in range(stream.n_chunks))
+    objective.reset("train")
+    whole = {"tokens": stream.data[:, :-1], "targets": stream.data[:, 1:]}
+    _, nll, count = module(**whole)
+    assert int(count) == 10 and abs(total - float(nll)) < 1e-4
+    # the state is per name and survives a checkpoint round trip
+    objective.reset("train")
+    module(**stream.chunk(0))
+    saved = objective.state_dict()
+    assert list(saved) == ["train"] and saved["train"][0].shape == (2, 4)
+    fresh = StreamLM(boundary_index=12, bptt=2)
+    fresh.load_state_dict(saved, torch.device("cpu"))
+    assert torch.equal(fresh.states["train"][0], objective.states["train"][0])
 
 
 class TinyParser(torch.nn.Module):
@@ -219,7 +268,10 @@ def test_supervised_objective_scores_heads_and_labels_over_iterations() -> None:
 
 def test_objective_hooks_are_checked_with_a_clear_error() -> None:
     with pytest.raises(DepinduceError, match=r"lacks lm_hidden\(\)"):
-        objective_for("lm", mask_rate=0.3).check_model(RecordingMLM())
+        objective_for("lm", mask_rate=0.3, vocab_size=12).check_model(RecordingMLM())
     with pytest.raises(DepinduceError, match="not trainable"):
-        objective_for("none", mask_rate=0.3)
-    assert isinstance(objective_for("mlm", mask_rate=0.3), MaskedLM)
+        objective_for("none", mask_rate=0.3, vocab_size=12)
+    assert isinstance(objective_for("mlm", mask_rate=0.3, vocab_size=12), MaskedLM)
+    assert isinstance(objective_for("lm", mask_rate=0.3, vocab_size=12, lm_mode="continuous"), StreamLM)
+    with pytest.raises(DepinduceError, match="needs a next-word language model"):
+        objective_for("mlm", mask_rate=0.3, vocab_size=12, lm_mode="continuous")

@@ -10,6 +10,7 @@ import click
 
 from depinduce.cli.common import stdout_console
 from depinduce.errors import DepinduceError
+from depinduce.structures.decode import DECODERS
 
 
 @click.group("analyze")
@@ -93,3 +94,76 @@ def heads_command(model_dir: str, gold_path: str, top: int, direction: str, csv_
     console.print(table)
     console.print("PCC = Pearson correlation over gold edges between a head's controller probability and the "
                   "label's indicator; punctuation removed as in eval, labels on their universal part.")
+
+
+@analyze.command("channels")
+@click.option("--model", "model_dir", required=True, metavar="RUN_DIR",
+              help="A trained run of a backend with several head channels (probformer).")
+@click.option("--gold", "gold_path", required=True, metavar="FILE.conllu",
+              help="Gold CoNLL-U with heads (and labels for the label table); use dev data to choose a channel.")
+@click.option("--decoder", type=click.Choice(DECODERS), default="mst", show_default=True,
+              help="Decoder applied to each channel's heads, as in `depinduce parse`.")
+@click.option("--labels", "top", type=click.IntRange(min=1), default=15, show_default=True,
+              help="How many of the most frequent gold labels to show (--json holds all).")
+@click.option("--json", "as_json", is_flag=True, help="Print every channel's and every label's figures as JSON.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def channels_command(model_dir: str, gold_path: str, decoder: str, top: int, as_json: bool, batch_size: int,
+                     device: str, quiet: bool) -> None:
+    """DDA/UDA of every head channel and of their average on FILE, scored as `parse --channel K` + `eval`
+    would, and which channel attaches each gold label best."""
+    from tqdm import tqdm
+
+    from depinduce.io import read_sentences
+    from depinduce.metrics.channels import AVERAGE, analyze_channels, has_channels
+    from depinduce.metrics.report import percent
+    from depinduce.models.registry import load_model
+
+    model = load_model(model_dir, device=device)
+    if not has_channels(model):
+        raise DepinduceError(f"model {model_dir} ({model.name}) has no head channels to analyse; "
+                             "analyze channels needs a backend with several head channels (probformer)")
+    gold = read_sentences(gold_path, fmt="conllu")
+    with tqdm(total=len(gold), unit="sent", file=sys.stderr, disable=True if quiet else None, leave=False) as bar:
+        report = analyze_channels(model, gold, decoder=decoder, batch_size=batch_size, gold_path=gold_path,
+                                  progress=bar.update)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    from rich.table import Table
+
+    def name(view: int | str) -> str:
+        return "avg" if view == AVERAGE else str(view)
+
+    console = stdout_console()
+    scores = Table(title=f"Per-channel accuracy ({decoder}, {report.counts[0].tokens:,} scored words)",
+                   title_justify="left")
+    for column, justify in (("channel", "right"), ("DDA", "right"), ("UDA", "right"), ("root acc.", "right"),
+                            ("well-formed", "right")):
+        scores.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for view, counts in zip(report.views, report.counts):
+        scores.add_row(name(view), percent(counts.dda), percent(counts.uda), percent(counts.root_accuracy),
+                       percent(counts.well_formed_share))
+    console.print(scores)
+    console.print(f"Best channel by DDA: {report.best_overall()} (parse --channel {report.best_overall()}); "
+                  "choose on dev data, never on test data.")
+    if not report.labels:
+        console.print("The gold file has no dependency labels: no label table.")
+        return
+    table = Table(title="Directed accuracy per gold label and channel (%)", title_justify="left", padding=(0, 1))
+    table.add_column("label")
+    table.add_column("words", justify="right")
+    table.add_column("best", justify="right")
+    for view in report.views:
+        table.add_column(name(view), justify="right")
+    for row in range(min(top, len(report.labels))):
+        best, _ = report.best_channel(row)
+        cells = []
+        for k, view in enumerate(report.views):
+            text = percent(report.accuracy(row, k))
+            cells.append(f"[bold]{text}[/bold]" if view == best else text)
+        table.add_row(report.labels[row], f"{report.label_words[row]:,}", "–" if best is None else str(best), *cells)
+    console.print(table)
+    console.print("Punctuation removed as in eval; labels on their universal part; a word counts for its label "
+                  "when the channel's decoded head is its gold head.")

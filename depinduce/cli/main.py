@@ -17,6 +17,7 @@ _COMMANDS: dict[str, str] = {
     "analyze": "depinduce.cli.analyze:analyze",
     "models": "depinduce.cli.models:models_command",
     "parse": "depinduce.cli.parse:parse_command",
+    "perplexity": "depinduce.cli.perplexity:perplexity_command",
     "eval": "depinduce.cli.eval:eval_command",
     "preprocess": "depinduce.cli.preprocess:preprocess",
     "train": "depinduce.cli.train:train_command",

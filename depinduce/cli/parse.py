@@ -28,13 +28,18 @@ from depinduce.structures.decode import DECODERS
               help="Sentences per model call.")
 @click.option("--device", default="cpu", show_default=True, help="Torch device for neural models.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for stochastic models (random).")
+@click.option("--channel", type=int, default=None, metavar="INT",
+              help="For backends with several head channels (probformer): use that channel's heads instead of "
+                   "their average; choose it on dev with `depinduce analyze channels`.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def parse_command(model: str, input_path: str, fmt: str, decoder: str, input_format: str, tokenized: bool,
-                  batch_size: int, device: str, seed: int, quiet: bool) -> None:
+                  batch_size: int, device: str, seed: int, channel: int | None, quiet: bool) -> None:
     """Parse INPUT (default: stdin) with a model; trees go to stdout, progress to stderr."""
     if tokenized and input_format != "text":
         raise DepinduceError("--tokenized applies to text input only; CoNLL-U input is always tokenised")
     backend = load_model(model, device=device, seed=seed)
+    if channel is not None:
+        backend.select_channel(channel)
     request = ParseRequest(fmt=fmt, decoder=decoder, batch_size=batch_size)
     check_request(backend, request)
     if input_format == "text":

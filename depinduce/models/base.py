@@ -14,6 +14,8 @@ from typing import ClassVar, Literal
 
 import torch
 
+from depinduce.errors import DepinduceError
+
 Objective = Literal["mlm", "lm", "supervised", "none"]
 
 
@@ -64,6 +66,13 @@ class Backend(ABC):
 
         A trainable backend given no run directory raises :class:`~depinduce.errors.DepinduceError`.
         """
+
+    def select_channel(self, channel: int | None) -> None:
+        """Score heads with channel ``channel`` (1-based) alone instead of the average of the backend's several
+        head channels (``parse --channel``); None restores the average.  A backend with several head channels
+        overrides this and refuses a channel out of its range; the others have none to select."""
+        raise DepinduceError(f"model '{self.name}' has no head channels; --channel applies only to backends "
+                             "with several head channels")
 
     @abstractmethod
     def parse_scores(self, sentences: Sequence[Sequence[str]]) -> list[ParseScores]:

@@ -131,3 +131,15 @@ def binary_tree_from_distances(words: Sequence[str], distances: Sequence[float])
         stack.append((a, best + 1))
         stack.append((best + 1, b))
     return spans_to_tree(words, spans)
+
+
+def word_depths_to_split_distances(depths: Sequence[float]) -> list[float]:
+    """PRPN's parser (its appendix A) as split distances for :func:`binary_tree_from_distances`.
+
+    PRPN gives every word w_k a depth (its syntactic distance to the word before it) and parses top-down: split
+    at the deepest word k into ``(w_<k) (w_k (w_>k))`` and recurse on both sides, ties going to the leftmost
+    word.  Splitting between words j and j+1 at ``max(depth_j, depth_(j+1))`` builds exactly that tree with the
+    shared leftmost-maximum splitter: the deepest word's two neighbouring gaps tie for the maximum, the left gap
+    goes first and the right one next, which detaches the word from what follows it.
+    """
+    return [max(a, b) for a, b in zip(depths[:-1], depths[1:])]

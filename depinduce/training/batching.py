@@ -123,3 +123,30 @@ def order_to_tensors(order: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torc
 def order_from_tensors(flat: torch.Tensor, offsets: torch.Tensor) -> list[list[int]]:
     values, bounds = flat.tolist(), offsets.tolist()
     return [values[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+class TokenStream:
+    """Sentences as continuous text: each followed by the boundary, in file order, laid out as ``n_streams``
+    rows of equal length (this rank's contiguous share of the text when training on several ranks)."""
+
+    def __init__(self, rows: Sequence[Sequence[int]], boundary_index: int, n_streams: int, bptt: int, *,
+                 rank: int = 0, world_size: int = 1) -> None:
+        flat = [i for row in rows for i in (*row, boundary_index)]
+        share = len(flat) // world_size
+        mine = flat[rank * share : (rank + 1) * share]
+        length = len(mine) // n_streams
+        if length < 2:
+            raise DepinduceError(f"{len(flat):,} tokens of text are too few for {n_streams} streams per rank x "
+                                 f"{world_size} rank(s); lower batch_tokens or raise bptt")
+        self.data = torch.tensor(mine[: length * n_streams], dtype=torch.long).view(n_streams, length)
+        self.bptt = bptt
+
+    @property
+    def n_chunks(self) -> int:
+        """Chunks per pass: each predicts up to ``bptt`` next tokens per stream."""
+        return -(-(self.data.shape[1] - 1) // self.bptt)
+
+    def chunk(self, k: int) -> dict[str, torch.Tensor]:
+        start = k * self.bptt
+        piece = self.data[:, start : min(start + self.bptt, self.data.shape[1] - 1) + 1]
+        return {"tokens": piece[:, :-1], "targets": piece[:, 1:]}

@@ -77,13 +77,18 @@ class TrainConfig:
     decoder: Literal["mst", "eisner", "argmax"] = "mst"
     dev_parse: bool = True
     seed: int = 0
+    # Next-word language models (PRPN): ``sentences`` trains on each sentence alone (state reset per sentence);
+    # ``continuous`` reads the training text as one stream, batch_tokens // bptt streams in parallel, with
+    # truncated backpropagation every ``bptt`` tokens (the paper's language-model mode).
+    lm_mode: Literal["sentences", "continuous"] = "sentences"
+    bptt: int = 35
     # DDP only: set when the backend has parameters that some batches do not use.
     find_unused_parameters: bool = False
 
     def validate(self, where: str) -> None:
         """Range checks the types cannot express."""
         problems = []
-        for name in ("epochs", "batch_tokens"):
+        for name in ("epochs", "batch_tokens", "bptt"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be at least 1")
         if self.max_length is not None and self.max_length < 1:
@@ -105,6 +110,9 @@ class TrainConfig:
                 problems.append(f"{name} must not be negative")
         if self.patience is not None and self.patience < 1:
             problems.append("patience must be at least 1 (or null)")
+        if self.lm_mode == "continuous" and self.batch_tokens < self.bptt:
+            problems.append(f"continuous text needs batch_tokens ({self.batch_tokens}) of at least one bptt "
+                            f"({self.bptt}): batch_tokens // bptt streams are read in parallel")
         if problems:
             raise DepinduceError(f"{where}: {'; '.join(problems)}")
 

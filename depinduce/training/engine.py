@@ -43,7 +43,8 @@ from depinduce.training.checkpoint import (
 )
 from depinduce.training.config import LOWER_IS_BETTER, ResolvedConfig, load_recipe, load_run_config, resolve_config
 from depinduce.training.evaluation import DevTreebank, check_selectable, parsing_metrics
-from depinduce.training.objectives import LossModule, Objective, fixed_masks, objective_for
+from depinduce.training.corpus_loss import sentence_loss, stream_loss
+from depinduce.training.objectives import LossModule, Objective, StreamLM, fixed_masks, objective_for
 from depinduce.training.optim import Schedule, build_optimizer, clip_gradients
 from depinduce.training.run import RunDir, check_run_dir, clear_run_files, command_line
 
@@ -185,7 +186,9 @@ class Trainer:
         self.vocab = Vocab.load(vocab_path)
 
         self.objective: Objective = objective_for(self.model_class.capabilities.objective,
-                                                  mask_rate=self.train_config.mask_rate)
+                                                  mask_rate=self.train_config.mask_rate, vocab_size=len(self.vocab),
+                                                  lm_mode=self.train_config.lm_mode, bptt=self.train_config.bptt)
+        self.streaming = isinstance(self.objective, StreamLM)
         if self.objective.needs_gold:
             raise DepinduceError(
                 f"model '{self.config.model}' is trained on gold trees (objective '{self.objective.name}'); "
@@ -227,17 +230,28 @@ class Trainer:
         cfg = self.train_config
         self.train_rows = batching.read_corpus(self.data_dir / "train.txt", self.vocab)
         self.train_lengths = [len(r) for r in self.train_rows]
-        usable = [n for n in self.train_lengths if cfg.max_length is None or n <= cfg.max_length]
-        if not usable:
-            raise DepinduceError(f"no training sentence has at most max_length={cfg.max_length} words")
-        self.n_batches = len(batching.epoch_order(self.train_lengths, cfg.batch_tokens, seed=cfg.seed, epoch=0,
-                                                  max_length=cfg.max_length))
+        if self.streaming:
+            ctx = self.context
+            self.train_stream = batching.TokenStream(self.train_rows, len(self.vocab), cfg.batch_tokens // cfg.bptt,
+                                                     cfg.bptt, rank=ctx.rank, world_size=ctx.world_size)
+            self.n_batches = self.train_stream.n_chunks * ctx.world_size
+        else:
+            usable = [n for n in self.train_lengths if cfg.max_length is None or n <= cfg.max_length]
+            if not usable:
+                raise DepinduceError(f"no training sentence has at most max_length={cfg.max_length} words")
+            self.n_batches = len(batching.epoch_order(self.train_lengths, cfg.batch_tokens, seed=cfg.seed, epoch=0,
+                                                      max_length=cfg.max_length))
         self.steps_per_epoch = batching.steps_per_epoch(self.n_batches, self.context.world_size)
         if self.steps_per_epoch < 1:
             raise DepinduceError(f"{self.n_batches} batch(es) per epoch for {self.context.world_size} ranks; "
                                  "lower batch_tokens or use fewer ranks")
         dev_path = self.data_dir / "dev.txt"
         self.dev_rows = batching.read_corpus(dev_path, self.vocab) if dev_path.is_file() else None
+        self.dev_stream = None
+        if self.streaming and self.dev_rows is not None:
+            self.dev_stream = batching.TokenStream(self.dev_rows, len(self.vocab), cfg.batch_tokens // cfg.bptt,
+                                                   cfg.bptt, rank=self.context.rank,
+                                                   world_size=self.context.world_size)
         self.dev_masks = None
         if self.dev_rows is not None and self.objective.name == "mlm":
             self.dev_masks = fixed_masks(self.dev_rows, cfg.mask_rate, cfg.dev_mask_seed)
@@ -299,6 +313,10 @@ class Trainer:
         position = state["position"]
         if position.get("order") is not None:
             self.order = batching.order_from_tensors(position["order"], position["offsets"])
+        if self.streaming:
+            streams = state.get("objective") or []
+            if len(streams) == self.context.world_size:
+                self.objective.load_state_dict(streams[self.context.rank], self.context.device)
         rng = state["rng"]
         if len(rng) == self.context.world_size:
             restore_rng(rng[self.context.rank], self.mask_generator)
@@ -351,8 +369,7 @@ class Trainer:
         cfg, ctx, progress = self.train_config, self.context, self.progress
         while progress.epoch < cfg.epochs:
             if self.order is None:
-                self.order = batching.epoch_order(self.train_lengths, cfg.batch_tokens, seed=cfg.seed,
-                                                  epoch=progress.epoch, max_length=cfg.max_length)
+                self.order = self._epoch_order()
             n_steps = batching.steps_per_epoch(len(self.order), ctx.world_size)
             reason = self._epoch(math.ceil(progress.batches_done / ctx.world_size), n_steps)
             if progress.batches_done >= n_steps * ctx.world_size:  # the epoch is complete
@@ -372,6 +389,15 @@ class Trainer:
             self._checkpoint()
             return reason or "signal"
         return "completed"
+
+    def _epoch_order(self) -> list[list[int]]:
+        """This epoch's batches: shuffled length buckets, or for continuous text the chunks in text order (one
+        entry per rank and step, each rank reading the same chunk index of its own streams)."""
+        cfg, ctx = self.train_config, self.context
+        if self.streaming:
+            return [[k] for k in range(self.train_stream.n_chunks) for _ in range(ctx.world_size)]
+        return batching.epoch_order(self.train_lengths, cfg.batch_tokens, seed=cfg.seed, epoch=self.progress.epoch,
+                                    max_length=cfg.max_length)
 
     def _epoch(self, first: int, n_steps: int) -> str | None:
         """Steps ``first``..``n_steps``-1 of the current epoch; returns why it stopped early, if it did
@@ -418,8 +444,17 @@ class Trainer:
         return None
 
     def _train_step(self, rows) -> tuple[float, float, int]:
-        batch = batching.collate(self.train_rows, rows, self.vocab.pad_index)
-        inputs = self.objective.prepare(batch.tokens, batch.mask, generator=self.mask_generator)
+        if self.streaming:
+            assert isinstance(self.objective, StreamLM)
+            if rows[0] == 0:  # a new pass over the text starts from a zero state
+                self.objective.reset("train")
+            self.objective.use("train")
+            inputs = self.train_stream.chunk(rows[0])
+            n_tokens = inputs["targets"].numel()
+        else:
+            batch = batching.collate(self.train_rows, rows, self.vocab.pad_index)
+            inputs = self.objective.prepare(batch.tokens, batch.mask, generator=self.mask_generator)
+            n_tokens = batch.n_tokens
         device = self.context.device
         inputs = {k: v.to(device, non_blocking=True) for k, v in inputs.items()}
         self.optimizer.zero_grad(set_to_none=True)
@@ -435,7 +470,7 @@ class Trainer:
         clip_gradients(self.params, self.train_config.clip)
         self.optimizer.step()
         self.schedule.after_step()
-        return float(nll), float(count), batch.n_tokens
+        return float(nll), float(count), n_tokens
 
     def _stop_reason(self) -> str | None:
         """A stop every rank agrees on: a signal on any rank, or the time budget about to run out."""
@@ -521,25 +556,16 @@ class Trainer:
         return stop_early
 
     def _dev_loss(self) -> float:
-        """Mean dev NLL over this rank's share of the dev batches, summed over ranks (fixed masks)."""
+        """Mean dev NLL over this rank's share of dev (batches, or its streams), summed over ranks."""
         assert self.dev_rows is not None
-        lengths = [len(r) for r in self.dev_rows]
-        batches = batching.shard(batching.eval_order(lengths, self.train_config.batch_tokens),
-                                 self.context.rank, self.context.world_size)
-        nll_sum, count = 0.0, 0.0
-        self.loss_module.eval()
-        try:
-            with torch.inference_mode():
-                for rows in batches:
-                    batch = batching.collate(self.dev_rows, rows, self.vocab.pad_index)
-                    fixed = [self.dev_masks[i] for i in rows] if self.dev_masks is not None else None
-                    inputs = self.objective.prepare(batch.tokens, batch.mask, generator=None, fixed=fixed)
-                    inputs = {k: v.to(self.context.device) for k, v in inputs.items()}
-                    _, nll, n = self.loss_module(**inputs)
-                    nll_sum += float(nll)
-                    count += float(n)
-        finally:
-            self.loss_module.train()
+        if self.dev_stream is not None:
+            nll_sum, count = stream_loss(self.loss_module, self.dev_stream, device=self.context.device, name="dev")
+        else:
+            lengths = [len(r) for r in self.dev_rows]
+            batches = batching.shard(batching.eval_order(lengths, self.train_config.batch_tokens),
+                                     self.context.rank, self.context.world_size)
+            nll_sum, count = sentence_loss(self.loss_module, self.dev_rows, batches, pad_index=self.vocab.pad_index,
+                                           masks=self.dev_masks, device=self.context.device)
         nll_sum, count = self.context.sum([nll_sum, count])
         return nll_sum / count if count else float("nan")
 
@@ -550,6 +576,7 @@ class Trainer:
         ctx = self.context
         started = time.monotonic()
         rng = ctx.gather(capture_rng(self.mask_generator))
+        streams = ctx.gather(self.objective.state_dict()) if self.streaming else None
         state_dict = cpu_state_dict(self.model)
         replicas = ctx.gather(state_digest(state_dict)) if ctx.distributed else []
         if len(set(replicas)) > 1:
@@ -570,6 +597,7 @@ class Trainer:
             "progress": asdict(self.progress),
             "world_size": ctx.world_size,
             "replicas": replicas,
+            "objective": streams,
         }
         atomic_torch_save(state, self.run_dir.last)
         self.last_checkpoint_seconds = time.monotonic() - started

@@ -5,8 +5,14 @@
   is always replaced by ``<mask>``; the loss is the cross-entropy over masked positions only, and the backend's
   ``output_logits`` is called on the hidden states of those positions alone (the output softmax otherwise
   dominates CPU time).  Dev masks are drawn once per sentence from a fixed seed.
-- :class:`NextWordLM` (PRPN) — hook ``lm_hidden(tokens, mask) -> (B, T, H)`` where position t has read the
-  words before t only and predicts word t (the backend supplies its own start state), then ``output_logits``.
+- :class:`NextWordLM` (PRPN, one sentence at a time) — hook ``lm_hidden(tokens, mask) -> (B, T+1, H)`` where
+  position t has read a sentence-boundary symbol and the words before t and predicts word t, and position n
+  predicts the closing boundary; then ``output_logits``.  The boundary is index ``len(vocab)`` (one past the
+  vocabulary), which the backend embeds and predicts: it plays ``<s>`` and ``</s>``.
+- :class:`StreamLM` (PRPN's language-model mode) — continuous text: the training sentences in file order, each
+  followed by the boundary, cut into ``batch_tokens // bptt`` parallel streams and read ``bptt`` tokens at a
+  time; hook ``lm_stream(tokens, state) -> (hidden (B, T, H), state)`` carries the backend's state (a list of
+  tensors) from one chunk to the next, and gradients stop at chunk boundaries (truncated backpropagation).
 - :class:`HeadsAndLabels` (RNGTr/SynTr) — hook ``arc_label_logits(tokens, mask, heads)`` returning one
   ``(arc (B, T, T+1), label (B, T, L))`` pair per refinement iteration (arc column 0 = ROOT; label logits scored
   at the gold heads); the loss is the mean over iterations of head CE + label CE, as the RNGTr paper trains.
@@ -147,9 +153,13 @@ class MaskedLM(Objective):
 
 
 class NextWordLM(Objective):
-    """Next-word language modelling over each sentence on its own (PRPN's unsupervised-parsing mode)."""
+    """Next-word language modelling over each sentence on its own (PRPN's unsupervised-parsing mode): every word
+    and the closing boundary are predicted, so perplexity counts n+1 predictions per n-word sentence."""
 
     name = "lm"
+
+    def __init__(self, boundary_index: int) -> None:
+        self.boundary_index = boundary_index
 
     def check_model(self, model: Any) -> None:
         _require_hooks(model, ("lm_hidden", "output_logits", "regularizer"), self.name)
@@ -159,9 +169,57 @@ class NextWordLM(Objective):
 
     def compute(self, model, *, tokens, mask):
         hidden = model.lm_hidden(tokens, mask)
-        logits = model.output_logits(hidden[mask])
-        nll = F.cross_entropy(logits.float(), tokens[mask], reduction="sum")
-        return _finish(model, nll, mask.sum())
+        rows = torch.arange(tokens.shape[0], device=tokens.device)
+        lengths = mask.sum(dim=1)
+        targets = F.pad(tokens, (0, 1))
+        targets[rows, lengths] = self.boundary_index
+        predicted = F.pad(mask, (0, 1))
+        predicted[rows, lengths] = True
+        logits = model.output_logits(hidden[predicted])
+        nll = F.cross_entropy(logits.float(), targets[predicted], reduction="sum")
+        return _finish(model, nll, predicted.sum())
+
+
+class StreamLM(Objective):
+    """Next-word language modelling over continuous text with truncated backpropagation (PRPN's LM mode).
+
+    The objective keeps each stream's carried state under a name (``train``, ``dev``, ...): :meth:`use` picks
+    the one the next :meth:`compute` reads and updates, :meth:`reset` starts it over (None = zero state).
+    """
+
+    name = "lm"
+
+    def __init__(self, boundary_index: int, bptt: int) -> None:
+        self.boundary_index = boundary_index
+        self.bptt = bptt
+        self.states: dict[str, list[torch.Tensor] | None] = {}
+        self.active = "train"
+
+    def check_model(self, model: Any) -> None:
+        _require_hooks(model, ("lm_stream", "output_logits", "regularizer"), self.name)
+
+    def use(self, name: str) -> None:
+        self.active = name
+
+    def reset(self, name: str) -> None:
+        self.states[name] = None
+
+    def prepare(self, tokens, mask, *, generator=None, fixed=None):
+        raise DepinduceError("continuous-text batches come from batching.TokenStream.chunk, not from sentences")
+
+    def compute(self, model, *, tokens, targets):
+        hidden, state = model.lm_stream(tokens, self.states.get(self.active))
+        self.states[self.active] = [t.detach() for t in state]
+        logits = model.output_logits(hidden.reshape(-1, hidden.shape[-1]))
+        nll = F.cross_entropy(logits.float(), targets.reshape(-1), reduction="sum")
+        return _finish(model, nll, torch.tensor(targets.numel(), device=targets.device))
+
+    def state_dict(self) -> dict[str, list[torch.Tensor]]:
+        """The carried states (CPU tensors), for checkpoints: a resumed run continues the streams exactly."""
+        return {name: [t.cpu() for t in state] for name, state in self.states.items() if state is not None}
+
+    def load_state_dict(self, states: dict[str, list[torch.Tensor]], device: torch.device) -> None:
+        self.states = {name: [t.to(device) for t in state] for name, state in states.items()}
 
 
 # ------------------------------------------------------------------------------------ supervised parsing
@@ -196,12 +254,17 @@ class HeadsAndLabels(Objective):
         return _finish(model, total / len(iterations), count)
 
 
-def objective_for(kind: str, *, mask_rate: float) -> Objective:
-    """The objective a backend's ``capabilities.objective`` names."""
+def objective_for(kind: str, *, mask_rate: float, vocab_size: int, lm_mode: str = "sentences",
+                  bptt: int = 35) -> Objective:
+    """The objective a backend's ``capabilities.objective`` names (``lm_mode`` picks sentences or continuous
+    text for ``lm``; the sentence boundary of both is index ``vocab_size``)."""
+    if lm_mode != "sentences" and kind != "lm":
+        raise DepinduceError(f"lm_mode '{lm_mode}' needs a next-word language model; this model's objective is "
+                             f"'{kind}'")
     if kind == "mlm":
         return MaskedLM(mask_rate)
     if kind == "lm":
-        return NextWordLM()
+        return StreamLM(vocab_size, bptt) if lm_mode == "continuous" else NextWordLM(vocab_size)
     if kind == "supervised":
         return HeadsAndLabels()
     raise DepinduceError(f"objective '{kind}' is not trainable")

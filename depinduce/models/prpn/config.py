@@ -1,0 +1,48 @@
+"""PRPN hyperparameters; the defaults are the paper's unsupervised-parsing setting (Shen et al. 2018, section 6.3,
+and design/models.md): emb 200, hidden 400, 2 reading layers, 15 memory slots, look-back 5, resolution 0.1,
+dropout 0.2, hard gates, tied output layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from depinduce.models.config_checks import ConfigChecks
+
+
+@dataclass
+class PRPNConfig:
+    """Network shape and regularisation (optimisation settings live in the recipe, not here).
+
+    ``gate``: ``hard`` is α(a, b) = clamp(1 + (a − b)/resolution, 0, 1), the variant behind the paper's parsing
+    numbers; ``soft`` is its smooth version sigmoid(10·(a − b)/resolution + 5) (both as in the authors' code).
+    ``dropout`` applies to the embeddings and the predict network's output, ``idropout`` to the inputs of the
+    parsing network, of the upper reading layers and of the predict network, ``rdropout`` to each reading layer's
+    attended hidden state (one mask per sequence, as in the authors' code).
+    ``tree``: ``paper`` parses as the paper's appendix A (split at the deepest word k into (w_<k)(w_k (w_>k)));
+    ``distances`` splits between the two words of the largest gap instead, as StructFormer and ON-LSTM do.
+    """
+
+    emb_size: int = 200
+    hidden_size: int = 400
+    n_layers: int = 2
+    n_slots: int = 15
+    lookback: int = 5
+    resolution: float = 0.1
+    gate: Literal["hard", "soft"] = "hard"
+    dropout: float = 0.2
+    idropout: float = 0.2
+    rdropout: float = 0.0
+    tree: Literal["paper", "distances"] = "paper"
+
+    def __post_init__(self) -> None:
+        check = ConfigChecks("prpn", self)
+        check.positive_ints("emb_size", "hidden_size", "n_layers", "n_slots", "lookback")
+        check.need(isinstance(self.resolution, (int, float)) and not isinstance(self.resolution, bool)
+                   and self.resolution > 0, f"resolution must be a positive number, not {self.resolution!r}")
+        check.choices("gate", ("hard", "soft"))
+        check.choices("tree", ("paper", "distances"))
+        check.probabilities("dropout", "idropout", "rdropout")
+        check.need(self.hidden_size % 2 == 0,
+                   f"hidden_size must be even (the parsing network's two outputs read half each), not "
+                   f"{self.hidden_size}")

@@ -1,0 +1,348 @@
+"""PRPN: the parser's tree, the gates, the reading/predict networks against straightforward re-implementations,
+causality, padding and chunking invariance, and training / parsing / perplexity end to end."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from depinduce.cli.main import cli
+from depinduce.data.vocab import Vocab
+from depinduce.errors import DepinduceError
+from depinduce.models.neural import pad_batch
+from depinduce.models.prpn import PRPN
+from depinduce.models.prpn.config import PRPNConfig
+from depinduce.models.prpn.parsing import stick_breaking_gates
+from depinduce.models.prpn.reading import PredictNetwork, ReadingLayer
+from depinduce.structures.spans import (
+    binary_tree_from_distances, labelled_spans, word_depths_to_split_distances,
+)
+from depinduce.training import engine
+from depinduce.training.config import load_recipe, resolve_config
+from depinduce.training.engine import TrainOptions, train
+from training_support import REPO, make_data, one_thread  # noqa: F401
+
+TINY = {"emb_size": 12, "hidden_size": 16, "n_layers": 2, "n_slots": 4, "lookback": 2}
+
+
+def tiny_model(**overrides: object) -> PRPN:
+    torch.manual_seed(0)
+    return PRPN(PRPNConfig(**{**TINY, **overrides}), Vocab([f"w{i}" for i in range(40)]))
+
+
+# ------------------------------------------------------------------------------------------- the tree
+
+
+def paper_tree_spans(depths: list[int]) -> set[tuple[int, int]]:
+    """The paper's appendix-A parser written out literally: split at the deepest word k (leftmost on ties) into
+    (w_<k) and (w_k (w_>k)), recursively; returns the spans of every node."""
+    spans: set[tuple[int, int]] = set()
+
+    def build(a: int, b: int) -> None:
+        if b - a < 2:
+            return
+        spans.add((a, b))
+        segment = depths[a:b]
+        k = a + segment.index(max(segment))
+        build(a, k)
+        if b - k >= 2:
+            spans.add((k, b))  # (w_k (w_>k))
+            build(k + 1, b)
+
+    build(0, len(depths))
+    return spans
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=3), min_size=1, max_size=12))
+def test_split_distances_reproduce_the_papers_tree_including_ties(depths: list[int]) -> None:
+    words = [f"w{i}" for i in range(len(depths))]
+    tree = binary_tree_from_distances(words, word_depths_to_split_distances([float(d) for d in depths]))
+    assert {(a, b) for _, a, b in labelled_spans(tree) if b - a > 1} == paper_tree_spans(depths)
+
+
+def test_paper_tree_by_hand() -> None:
+    # deepest word 2: (w0 w1) (w2 (w3 w4)); the right part detaches its first word
+    words = ["a", "b", "c", "d", "e"]
+    tree = binary_tree_from_distances(words, word_depths_to_split_distances([0.1, 0.3, 0.9, 0.2, 0.5]))
+    assert str(tree) == "( ( a b) ( c ( d e)))"
+
+
+# ------------------------------------------------------------------------------------------- the gates
+
+
+@pytest.mark.parametrize("hard", [True, False])
+def test_gates_are_the_stick_breaking_products(hard: bool) -> None:
+    torch.manual_seed(1)
+    batch, length, slots, r = 2, 6, 3, 0.1
+    distances = torch.rand(batch, length) * 0.3
+    query = torch.rand(batch, length) * 0.3
+    previous = torch.full((batch, slots), float("inf"))
+    got = stick_breaking_gates(query, distances, previous, resolution=r, hard=hard)
+
+    def alpha(a: float, b: float) -> float:
+        if b == math.inf:
+            return 0.0
+        x = (a - b) / r
+        return min(1.0, max(0.0, 1.0 + x)) if hard else 1.0 / (1.0 + math.exp(-(10.0 * x + 5.0)))
+
+    for b, t, k in itertools.product(range(batch), range(length), range(slots)):
+        product = 1.0
+        for j in range(k + 1):  # slot k = token t-1-k: every gap d_(t-j), j = 0..k, against the query
+            product *= alpha(float(query[b, t]), float(distances[b, t - j]) if t - j >= 0 else math.inf)
+        assert got[b, t, k].item() == pytest.approx(product, abs=1e-6)
+    if hard:  # the reading gate of the newest slot compares d_t with itself: always open
+        assert torch.all(stick_breaking_gates(distances, distances, previous, resolution=r, hard=True)[..., 0] == 1)
+
+
+# ---------------------------------------------------------------------------- reading and predicting
+
+
+def reference_reading(layer: ReadingLayer, x: torch.Tensor, gates: torch.Tensor) -> torch.Tensor:
+    """The reading layer step by step as the paper writes it (eqs. 9-12 and an LSTM update), one tape tensor."""
+    batch, length, _ = x.shape
+    size, slots = layer.hidden_size, gates.shape[-1]
+    h_tape = torch.zeros(batch, slots, size)
+    c_tape = torch.zeros(batch, slots, size)
+    outputs = []
+    for t in range(length):
+        key = layer.key_x(x[:, t]) + layer.key_h(h_tape[:, 0])
+        scores = torch.einsum("bsh,bh->bs", h_tape, key) / math.sqrt(size)
+        weights = torch.softmax(scores, dim=-1) * gates[:, t]
+        weights = weights / (weights.sum(-1, keepdim=True) + 1e-6)
+        h_att = torch.einsum("bs,bsh->bh", weights, h_tape)
+        c_att = torch.einsum("bs,bsh->bh", weights, c_tape)
+        z = layer.ih_norm(layer.ih(x[:, t])) + layer.hh_norm(layer.hh(h_att))
+        i, f, o, g = z.chunk(4, dim=-1)
+        c = torch.sigmoid(f) * c_att + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(layer.c_norm(c))
+        outputs.append(h)
+        h_tape = torch.cat([h[:, None], h_tape[:, :-1]], dim=1)
+        c_tape = torch.cat([c[:, None], c_tape[:, :-1]], dim=1)
+    return torch.stack(outputs, dim=1)
+
+
+def test_reading_layer_matches_the_step_by_step_equations() -> None:
+    torch.manual_seed(2)
+    layer = ReadingLayer(5, 6, dropout=0.0, rdropout=0.0)
+    x = torch.randn(3, 7, 5)
+    distances = torch.rand(3, 7)
+    gates = stick_breaking_gates(distances, distances, torch.full((3, 4), float("inf")), resolution=0.1, hard=True)
+    got, tape = layer(x, gates, None)
+    assert torch.allclose(got, reference_reading(layer, x, gates), atol=1e-5)
+    assert torch.allclose(tape[:, -1, :6], got[:, -1])  # the tape ends with the last state, oldest first
+
+
+def test_predict_network_attends_over_the_previous_states_only() -> None:
+    torch.manual_seed(3)
+    net = PredictNetwork(6, 5, dropout=0.0).eval()
+    top = torch.randn(2, 5, 6)
+    gates = torch.rand(2, 5, 3)
+    rows = torch.ones(2, 5, dtype=torch.bool)
+    got = net(top, gates, rows, None)
+    padded = torch.cat([torch.zeros(2, 3, 6), top], dim=1)
+    expected = []
+    for b, t in itertools.product(range(2), range(5)):
+        memory = torch.stack([padded[b, 3 + t - 1 - k] for k in range(3)])  # h_(t-1-k), newest first
+        key = net.key(top[b, t])
+        weights = torch.softmax(memory @ key / math.sqrt(6), dim=0) * gates[b, t]
+        weights = weights / (weights.sum() + 1e-6)
+        expected.append(torch.cat([top[b, t], weights @ memory]))
+    reference = torch.tanh(net.norm(net.project(torch.stack(expected))))
+    assert torch.allclose(got, reference, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------- the model
+
+
+def test_a_prediction_depends_on_earlier_words_only() -> None:
+    model = tiny_model().eval()
+    tokens, mask = pad_batch([[5, 6, 7, 8, 9]], 0)
+    with torch.no_grad():
+        before = model.lm_hidden(tokens, mask)
+        changed = tokens.clone()
+        changed[0, 3] = 20
+        after = model.lm_hidden(changed, mask)
+    assert before.shape == (1, 6, 12)
+    assert torch.allclose(before[0, :4], after[0, :4], atol=1e-6)  # positions 0..3 have not read word 3
+    assert not torch.allclose(before[0, 4:], after[0, 4:])
+
+
+def test_a_sentence_does_not_depend_on_its_batch_mates() -> None:
+    model = tiny_model().eval()
+    tokens, mask = pad_batch([[5, 6, 7], [8, 9, 10, 11, 12, 13]], 0)
+    with torch.no_grad():
+        together = model.lm_hidden(tokens, mask)
+        alone = model.lm_hidden(tokens[:1, :3], mask[:1, :3])
+        scores = model.score_tensors(tokens, mask)
+        alone_scores = model.score_tensors(tokens[:1, :3], mask[:1, :3])
+    assert torch.allclose(together[0, :4], alone[0], atol=1e-6)
+    assert torch.allclose(scores[0].distances, alone_scores[0].distances)
+    assert [len(s.distances) for s in scores] == [2, 5] and scores[0].heads is None
+
+
+def test_reading_continuous_text_in_chunks_equals_one_read() -> None:
+    model = tiny_model().eval()
+    tokens = torch.randint(3, 41, (2, 11))
+    with torch.no_grad():
+        whole, _ = model.lm_stream(tokens, None)
+        first, state = model.lm_stream(tokens[:, :4], None)
+        second, state = model.lm_stream(tokens[:, 4:9], state)
+        third, _ = model.lm_stream(tokens[:, 9:], state)
+    assert torch.allclose(torch.cat([first, second, third], dim=1), whole, atol=1e-5)
+
+
+def test_tree_options_give_the_papers_or_the_gap_parse() -> None:
+    paper, gaps = tiny_model(), tiny_model(tree="distances")
+    tokens, mask = pad_batch([[5, 6, 7, 8]], 0)
+    with torch.no_grad():
+        depths = paper.eval().word_depths(tokens, mask)[0].tolist()
+        assert paper.score_tensors(tokens, mask)[0].distances.tolist() == pytest.approx(
+            word_depths_to_split_distances(depths))
+        assert gaps.eval().score_tensors(tokens, mask)[0].distances.tolist() == pytest.approx(depths[1:])
+
+
+def test_gradients_reach_every_parameter_through_the_lm_loss() -> None:
+    model = tiny_model(dropout=0.1, idropout=0.1, rdropout=0.1).train()
+    tokens, mask = pad_batch([[5, 6, 7, 8], [9, 10]], 0)
+    hidden = model.lm_hidden(tokens, mask)
+    rows = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+    logits = model.output_logits(hidden[rows])
+    assert logits.shape == (8, 44) and model.boundary_index == 43  # 3 specials + 40 words, and the boundary
+    F.cross_entropy(logits, torch.tensor([5, 6, 7, 8, 43, 9, 10, 43])).backward()
+    missing = [name for name, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+    assert missing == []
+
+
+def test_config_errors_are_one_line() -> None:
+    with pytest.raises(DepinduceError, match="prpn: gate must be one of hard, soft"):
+        PRPNConfig(gate="sigmoid")
+    with pytest.raises(DepinduceError, match="resolution must be a positive number"):
+        PRPNConfig(resolution=0)
+    with pytest.raises(DepinduceError, match="hidden_size must be even"):
+        PRPNConfig(hidden_size=401)
+
+
+@pytest.mark.parametrize("name", ["prpn-ptb.yaml", "prpn-ptb-cpu.yaml", "prpn-ptb-lm.yaml"])
+def test_recipes_load(name: str) -> None:
+    recipe = load_recipe(REPO / "recipes" / name)
+    config = resolve_config(model_name=None, model_config_class=PRPNConfig, recipe=recipe, where=name)
+    assert config.model == "prpn"
+    model_config = PRPNConfig(**config.model_config)
+    assert (config.train.beta1, config.train.clip) == (0.0, 1.0)
+    if name == "prpn-ptb-lm.yaml":
+        assert (config.train.lm_mode, config.train.bptt, config.train.select) == ("continuous", 35, "dev_ppl")
+        assert model_config.emb_size == 800 and model_config.hidden_size == 1200
+    else:
+        assert config.train.lm_mode == "sentences" and config.train.select == "dev_uf1"
+        assert (model_config.emb_size, model_config.hidden_size, model_config.n_slots) == (200, 400, 15)
+
+
+# ------------------------------------------------------------------------------------------ end to end
+
+
+def _shrink(*extra: str) -> list[str]:
+    sets = [f"model_config.{key}={value}" for key, value in TINY.items()] + list(extra)
+    return list(itertools.chain.from_iterable(("--set", s) for s in sets))
+
+
+def test_train_parse_eval_end_to_end(tmp_path: Path) -> None:
+    data = make_data(tmp_path / "data", n_train=80, n_dev=12)
+    run = tmp_path / "run"
+    runner = CliRunner()
+    trained = runner.invoke(cli, [
+        "train", "--recipe", str(REPO / "recipes" / "prpn-ptb-cpu.yaml"), "--data", str(data), "--out", str(run),
+        "--quiet", "--threads", "1",
+        *_shrink("train.epochs=2", "train.batch_tokens=200", "train.eval_every=0"),
+    ])
+    assert trained.exit_code == 0, trained.output
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert len(records) == 2 and all(r["dev_uf1"] is not None and r["dev_ppl"] > 1 for r in records)
+
+    text = "The dog saw a cat near the river.\nEvery child knew the old man!\n"
+    brackets = runner.invoke(cli, ["parse", "--model", str(run), "--format", "brackets", "--quiet", "-"], input=text)
+    assert brackets.exit_code == 0, brackets.output
+    lines = brackets.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].count("(") == 7  # binary: 7 nodes over 8 visible words (period attached)
+
+    refused = runner.invoke(cli, ["parse", "--model", str(run), "--quiet", "-"], input=text)
+    assert refused.exit_code == 2
+    assert "induces constituency only" in refused.output and "--format brackets" in refused.output
+
+    predicted = tmp_path / "dev.pred.trees"
+    parsed = runner.invoke(cli, ["parse", "--model", str(run), "--tokenized", "--format", "brackets", "--quiet",
+                                 str(data / "dev.txt")])
+    predicted.write_text(parsed.stdout)
+    scored = runner.invoke(cli, ["eval", "--gold", str(data / "dev.trees"), "--pred", str(predicted), "--json"])
+    assert scored.exit_code == 0, scored.output
+    report = json.loads(scored.stdout)
+    best = max(records, key=lambda r: r["dev_uf1"])
+    assert report["metrics"]["uf1_sentence"] == pytest.approx(best["dev_uf1"], abs=1e-6)
+    assert "NP" in report["constituency"]["label_recall"]  # per-label recall for the issue's NP, VP, PP
+
+    measured = runner.invoke(cli, ["perplexity", "--model", str(run), "--json", "--quiet", str(data / "dev.txt")])
+    assert measured.exit_code == 0, measured.output
+    figures = json.loads(measured.stdout)
+    assert figures["objective"] == "lm" and figures["sentences"] == 12
+    assert figures["perplexity"] == pytest.approx(best["dev_ppl"], rel=1e-5)
+
+
+def test_continuous_mode_trains_resumes_exactly_and_reports_perplexity(tmp_path: Path, one_thread,  # noqa: F811
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    data = make_data(tmp_path / "data", n_train=60, n_dev=10, gold_dev=False)
+    settings_ = ["lm_mode=continuous", "bptt=6", "batch_tokens=24", "epochs=2", "lr=3e-3", "dev_parse=false",
+                 "select=dev_ppl", *[f"model_config.{k}={v}" for k, v in TINY.items()]]
+    reference = tmp_path / "reference"
+    result = train(TrainOptions(data_dir=data, run_dir=reference, model="prpn", overrides=tuple(settings_),
+                                threads=1, seed=3, quiet=True), log=lambda _: None)
+    assert result.reason == "completed" and result.step > 10
+
+    # stop after 7 steps (mid first epoch, the carried state non-zero), then resume
+    run = tmp_path / "run"
+    original = engine.Trainer._stop_reason
+    monkeypatch.setattr(engine.Trainer, "_stop_reason",
+                        lambda self: "signal" if self.progress.step == 7 else original(self))
+    stopped = train(TrainOptions(data_dir=data, run_dir=run, model="prpn", overrides=tuple(settings_), threads=1,
+                                 seed=3, quiet=True), log=lambda _: None)
+    assert stopped.reason == "signal" and stopped.step == 7
+    saved = torch.load(run / "last.pt", map_location="cpu", weights_only=True)
+    assert saved["objective"][0]["train"]  # the streams' state is in the checkpoint
+    monkeypatch.setattr(engine.Trainer, "_stop_reason", original)
+    resumed = train(TrainOptions(data_dir=data, run_dir=run, resume=True, threads=1, quiet=True), log=lambda _: None)
+    assert resumed.reason == "completed" and resumed.step == result.step
+    a = torch.load(reference / "last.pt", map_location="cpu", weights_only=True)["model"]
+    b = torch.load(run / "last.pt", map_location="cpu", weights_only=True)["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+    runner = CliRunner()
+    measured = runner.invoke(cli, ["perplexity", "--model", str(reference), "--json", "--quiet",
+                                   str(data / "dev.txt")])
+    assert measured.exit_code == 0, measured.output
+    figures = json.loads(measured.stdout)
+    records = [json.loads(line) for line in (reference / "metrics.jsonl").read_text().splitlines()]
+    best = min(records, key=lambda r: r["dev_ppl"])
+    assert figures["objective"] == "lm-continuous"
+    assert figures["perplexity"] == pytest.approx(best["dev_ppl"], rel=1e-5)
+
+
+def test_continuous_mode_is_refused_for_a_masked_lm(tmp_path: Path) -> None:
+    data = make_data(tmp_path / "data", n_train=20, n_dev=5, gold_dev=False)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["train", "--model", "structformer", "--data", str(data), "--out",
+                                 str(tmp_path / "run"), "--quiet", "--set", "lm_mode=continuous"])
+    assert result.exit_code == 2 and "needs a next-word language model" in result.output
+
+
+def test_perplexity_errors_are_one_line(tmp_path: Path) -> None:
+    runner = CliRunner()
+    missing = runner.invoke(cli, ["perplexity", "--model", str(tmp_path), str(tmp_path / "x.txt")])
+    assert missing.exit_code == 2 and "not a run directory" in missing.output
