@@ -24,6 +24,7 @@ same form without buckets and is small enough (d × d_root × C) to be built who
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import torch
@@ -32,35 +33,35 @@ from torch import nn
 from depinduce.models.layers.kernels import position_linear
 
 
-class TernaryFactors(nn.Module):
+class TernaryFactors(nn.Module, ABC):
     """Base class: K buckets of d × d × C ternary scores in one of the three forms."""
 
     def __init__(self, d: int, n_channels: int, n_buckets: int, rank: int) -> None:
         super().__init__()
         self.d, self.n_channels, self.n_buckets, self.rank = d, n_channels, n_buckets, rank
 
+    @abstractmethod
     def weights(self) -> tuple[torch.Tensor, ...]:
         """The parameters packed for :meth:`project` / :meth:`back_project` (computed once per forward): the
         projection matrix, its contiguous transpose for the way back, and any further factor."""
-        raise NotImplementedError
 
+    @abstractmethod
     def project(self, q: torch.Tensor, weights: tuple[torch.Tensor, ...]) -> tuple[list[torch.Tensor], ...]:
         """P and S for label marginals ``q`` (B, T, d): one (B, C, T, R') tensor per bucket each (often views of
         one projection, not to be modified in place)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def back_project(self, grad_p: Sequence[torch.Tensor], grad_s: Sequence[torch.Tensor],
                      weights: tuple[torch.Tensor, ...]) -> torch.Tensor:
         """The transposed maps: (B, T, d) from coefficients on P and S (one tensor per bucket, shaped like them)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def tensor(self) -> torch.Tensor:
         """The reconstructed ternary scores (K, d, d, C), ``[k, a, b, c]`` (tests, analysis)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def squared_norm(self) -> torch.Tensor:
         """‖T‖²_F summed over buckets, without building T where the form allows it."""
-        raise NotImplementedError
 
 
 def _linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
