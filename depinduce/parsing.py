@@ -1,12 +1,15 @@
 """The parse pipeline: input → hide punctuation → backend scores → shared decoders → full-token trees.
 
-Backends only ever see the visible (non-punctuation) words.  Everything after their scores is done here, once,
-so every backend gets every decoder and output format:
+Unsupervised backends only ever see the visible (non-punctuation) words; a backend that reads whole sentences
+(``capabilities.whole_sentences``: RNGTr, trained on every token with its UPOS) gets the full sentences, and
+optionally an initial graph each to refine.  Everything after their scores is done here, once, so every backend
+gets every decoder and output format:
 
 - dependencies: the chosen decoder over the head scores (``argmax`` takes the highest word as the root when the
   backend gives word heights, StructFormer's own decoder), then punctuation re-attached by
   :func:`depinduce.structures.dependency.attach_hidden` (final punctuation → the root word, any other → the
-  nearest word before it, or after it at the start of the sentence);
+  nearest word before it, or after it at the start of the sentence); labels, when the backend scores them, are
+  each word's best label under its decoded head (otherwise ``root``/``dep``);
 - constituency: the top-down tree from split distances when the backend has them, else the subtree spans of the
   dependency tree; visible spans are mapped back onto the full token sequence, so a punctuation token becomes a
   leaf of the lowest constituent that covers both of its neighbours.
@@ -20,12 +23,14 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 import conllu.models
+import torch
 from tqdm import tqdm
 
 from depinduce.data.punct import sentence_punct_mask
 from depinduce.data.sentence import Sentence
 from depinduce.data.tokenize import tokenize_line
 from depinduce.errors import DepinduceError, InputError
+from depinduce.io.initial_graphs import InitialGraph
 from depinduce.models.base import Backend, ParseScores
 from depinduce.structures.decode import decode_batch
 from depinduce.structures.dependency import attach_hidden, subtree_spans
@@ -136,14 +141,31 @@ def _full_tree(sentence: Sentence, hidden: Sequence[bool], visible: list[str], s
     return spans_to_tree(sentence.words, subtree_spans(sentence.heads))
 
 
-def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest) -> None:
+def _labels(scores: ParseScores, heads: Sequence[int]) -> list[str]:
+    """Each word's best label under the head the decoder chose for it."""
+    assert scores.labels is not None and scores.label_names is not None
+    rows = torch.arange(1, len(heads) + 1)
+    best = scores.labels[rows, torch.as_tensor(heads, dtype=torch.long)].argmax(dim=-1).tolist()
+    return [scores.label_names[k] for k in best]
+
+
+def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest,
+           init: Sequence[InitialGraph | None] | None = None) -> None:
     """Fill heads/deprels/tree of one batch in place."""
-    hidden = [sentence_punct_mask(s) for s in sentences]
+    whole = backend.capabilities.whole_sentences
+    if whole:  # the backend reads every token (and its tags) itself: nothing is hidden from it
+        hidden = [[False] * len(s) for s in sentences]
+    else:
+        hidden = [sentence_punct_mask(s) for s in sentences]
     visible = [[w for w, h in zip(s.words, mask) if not h] for s, mask in zip(sentences, hidden)]
     nonempty = [k for k, words in enumerate(visible) if words]
     scores: dict[int, ParseScores] = {}
     if nonempty:
-        results = backend.parse_scores([visible[k] for k in nonempty])
+        if whole:
+            results = backend.parse_sentences([sentences[k] for k in nonempty],
+                                              None if init is None else [init[k] for k in nonempty])
+        else:
+            results = backend.parse_scores([visible[k] for k in nonempty])
         scores = dict(zip(nonempty, results))
     want_heads = request.fmt != "brackets" or not backend.capabilities.constituency
     want_tree = request.fmt in ("brackets", "jsonl")
@@ -158,7 +180,10 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest) -
         for k, sentence in enumerate(sentences):
             if k in visible_heads or not visible[k]:  # an all-punctuation sentence needs no model
                 sentence.heads = attach_hidden(visible_heads.get(k, []), hidden[k])
-                sentence.deprels = ["root" if h == 0 else "dep" for h in sentence.heads]
+                if k in visible_heads and scores[k].labels is not None:
+                    sentence.deprels = _labels(scores[k], visible_heads[k])
+                else:
+                    sentence.deprels = ["root" if h == 0 else "dep" for h in sentence.heads]
     if want_tree:
         for k, sentence in enumerate(sentences):
             if not visible[k]:
@@ -168,15 +193,25 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest) -
 
 
 def parse(
-    sentences: Sequence[Sentence], backend: Backend, request: ParseRequest, *, progress: bool = True
+    sentences: Sequence[Sentence], backend: Backend, request: ParseRequest, *, progress: bool = True,
+    init: Sequence[InitialGraph | None] | None = None,
 ) -> Iterator[Sentence]:
-    """Parse sentences in batches, yielding each as soon as its batch is done (output streams)."""
+    """Parse sentences in batches, yielding each as soon as its batch is done (output streams).
+
+    ``init``: one initial graph per sentence for a refining backend (``parse --init FILE``)."""
     check_request(backend, request)
+    if init is not None:
+        if not backend.capabilities.refines:
+            raise DepinduceError(f"model '{backend.name}' does not refine a graph; --init applies to refining "
+                                 "backends (rngtr)")
+        if len(init) != len(sentences):
+            raise DepinduceError(f"{len(init)} initial graphs for {len(sentences)} sentences")
     bar = tqdm(total=len(sentences), unit="sent", file=sys.stderr, disable=None if progress else True, leave=False)
     try:
         for start in range(0, len(sentences), request.batch_size):
             batch = list(sentences[start : start + request.batch_size])
-            _apply(batch, backend, request)
+            _apply(batch, backend, request,
+                   None if init is None else list(init[start : start + request.batch_size]))
             bar.update(len(batch))
             yield from batch
     finally:

@@ -235,7 +235,8 @@ class TinyParser(torch.nn.Module):
         self.root = torch.nn.Parameter(torch.randn(hidden))
         self.label = torch.nn.Linear(2 * hidden, n_labels)
 
-    def arc_label_logits(self, tokens, mask, heads):
+    def arc_label_logits(self, tokens, mask, heads, *, upos, init_heads=None, init_labels=None):
+        self.seen_upos = upos
         x = self.embed(tokens)
         with_root = torch.cat([self.root.expand(x.shape[0], 1, -1), x], dim=1)  # (B, T+1, H)
         arc = x @ with_root.transpose(1, 2)  # (B, T, T+1)
@@ -256,10 +257,15 @@ def test_supervised_objective_scores_heads_and_labels_over_iterations() -> None:
     labels = torch.tensor([[1, 0, 2], [0, 1, 0]])
     with pytest.raises(DepinduceError):
         objective.prepare(tokens, mask)
-    inputs = objective.prepare(tokens, mask, heads=heads, labels=labels)
+    with pytest.raises(DepinduceError, match="upos"):
+        objective.prepare(tokens, mask, heads=heads, labels=labels)
+    upos = torch.ones_like(tokens)
+    inputs = objective.prepare(tokens, mask, heads=heads, labels=labels, upos=upos)
+    assert set(inputs) == {"tokens", "mask", "heads", "labels", "upos"}
     loss, nll, count = LossModule(model, objective)(**inputs)
+    assert model.seen_upos is upos
     assert int(count) == 5
-    iterations = model.arc_label_logits(tokens, mask, heads)
+    iterations = model.arc_label_logits(tokens, mask, heads, upos=upos)
     expected = sum(F.cross_entropy(a[mask], heads[mask], reduction="sum")
                    + F.cross_entropy(lab[mask], labels[mask], reduction="sum") for a, lab in iterations) / 2
     assert torch.allclose(nll, expected) and torch.allclose(loss, expected / 5)

@@ -186,6 +186,41 @@ def make_data(folder: Path, *, n_train: int = 300, n_dev: int = 40, seed: int = 
     return folder
 
 
+_UPOS = {"DT": "DET", "JJ": "ADJ", "NN": "NOUN", "VBD": "VERB", "IN": "ADP", ".": "PUNCT"}
+
+
+def synthetic_labels(tags: list[str], heads: list[int]) -> list[str]:
+    """Deterministic dependency labels of a synthetic sentence, read off its tags and heads."""
+    labels = []
+    for i, (tag, head) in enumerate(zip(tags, heads), start=1):
+        if tag == "NN":
+            head_tag = tags[head - 1] if head else ""
+            labels.append("nmod" if head_tag == "IN" else "nsubj" if i < head else "obj")
+        else:
+            labels.append({"DT": "det", "JJ": "amod", "VBD": "root", "IN": "obl", ".": "punct"}[tag])
+    return labels
+
+
+def make_ud_data(folder: Path, *, n_train: int = 300, n_dev: int = 40, seed: int = 0) -> Path:
+    """A data folder like ``preprocess ud`` writes, from synthetic sentences: train/dev ``.conllu`` with every
+    token, UPOS, gold heads and labels, the punctuation-free train/dev ``.txt`` and ``vocab.json``."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", n_train), ("dev", n_dev)):
+        sentences = [synthetic_sentence(rng) for _ in range(n)]
+        blocks = []
+        for i, (words, tags, heads, _) in enumerate(sentences, start=1):
+            sentence = Sentence(words=words, xpos=tags, upos=[_UPOS[t] for t in tags], heads=heads,
+                                deprels=synthetic_labels(tags, heads), sent_id=f"{split}:{i}",
+                                metadata={"sent_id": f"{split}:{i}"})
+            blocks.append(format_conllu(sentence))
+        (folder / f"{split}.conllu").write_text("".join(blocks))
+        (folder / f"{split}.txt").write_text("".join(" ".join(w[:-1]) + "\n" for w, _, _, _ in sentences))
+        if split == "train":
+            Vocab.build((w[:-1] for w, _, _, _ in sentences), min_freq=1).save(folder / "vocab.json")
+    return folder
+
+
 # -------------------------------------------------------------------------------------------- fixtures
 
 

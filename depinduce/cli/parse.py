@@ -6,8 +6,9 @@ import sys
 
 import click
 
-from depinduce.errors import DepinduceError
+from depinduce.errors import DepinduceError, InputError
 from depinduce.io import read_sentences, write_sentences
+from depinduce.io.initial_graphs import read_initial_parse
 from depinduce.models.registry import load_model
 from depinduce.parsing import OUTPUT_FORMATS, ParseRequest, check_request, parse, read_text
 from depinduce.structures.decode import DECODERS
@@ -31,19 +32,46 @@ from depinduce.structures.decode import DECODERS
 @click.option("--channel", type=int, default=None, metavar="INT",
               help="For backends with several head channels (probformer): use that channel's heads instead of "
                    "their average; choose it on dev with `depinduce analyze channels`.")
+@click.option("--init", "init", default=None, metavar="synTr|empty|FILE",
+              help="For refining backends (rngtr): the graph the first pass reads — none (synTr or empty, the "
+                   "default: the model parses first, then refines its own output) or any CoNLL-U parse of the "
+                   "same sentences, e.g. another model's output.")
+@click.option("--iterations", type=int, default=None, metavar="T",
+              help="For refining backends: at most T refinement passes (default: the run's own, 3 for RNGTr).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def parse_command(model: str, input_path: str, fmt: str, decoder: str, input_format: str, tokenized: bool,
-                  batch_size: int, device: str, seed: int, channel: int | None, quiet: bool) -> None:
+                  batch_size: int, device: str, seed: int, channel: int | None, init: str | None,
+                  iterations: int | None, quiet: bool) -> None:
     """Parse INPUT (default: stdin) with a model; trees go to stdout, progress to stderr."""
     if tokenized and input_format != "text":
         raise DepinduceError("--tokenized applies to text input only; CoNLL-U input is always tokenised")
     backend = load_model(model, device=device, seed=seed)
     if channel is not None:
         backend.select_channel(channel)
+    if iterations is not None:
+        backend.set_iterations(iterations)
+    if init is not None and not backend.capabilities.refines:
+        raise DepinduceError(f"model '{backend.name}' does not refine a graph; --init applies to refining "
+                             "backends (rngtr)")
     request = ParseRequest(fmt=fmt, decoder=decoder, batch_size=batch_size)
     check_request(backend, request)
+    if backend.capabilities.whole_sentences and input_format != "conllu":
+        raise DepinduceError(f"model '{backend.name}' reads UPOS tags with the words: give CoNLL-U input "
+                             "(--input-format conllu)")
     if input_format == "text":
         sentences = read_text(input_path, pretokenized=tokenized)
     else:
         sentences = read_sentences(input_path, fmt="conllu")
-    write_sentences(parse(sentences, backend, request, progress=not quiet), sys.stdout, fmt)
+    if backend.capabilities.whole_sentences:
+        label = "<stdin>" if input_path == "-" else input_path
+        for sentence in sentences:
+            tags = sentence.upos or ["_"] * len(sentence.words)
+            missing = next((k for k, tag in enumerate(tags) if tag in ("_", "")), None)
+            if missing is not None:
+                raise InputError(label, sentence.line, f"token {missing + 1} ({sentence.words[missing]!r}) of the "
+                                                       f"sentence starting here has no UPOS ('_'); model "
+                                                       f"'{backend.name}' reads UPOS from the input")
+    graphs = None
+    if init is not None and init.lower() not in ("syntr", "empty"):
+        graphs = read_initial_parse(init, sentences)
+    write_sentences(parse(sentences, backend, request, progress=not quiet, init=graphs), sys.stdout, fmt)

@@ -30,12 +30,25 @@ from depinduce.training.engine import TrainOptions, train
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last.pt.")
 @click.option("--max-time", type=click.FloatRange(min=0, min_open=True), default=None, metavar="MINUTES",
               help="Stop cleanly (evaluated and checkpointed) before this many minutes have passed.")
+@click.option("--init-train", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Refining backends (rngtr): a CoNLL-U parse of the data folder's train.conllu (same sentences, "
+                   "same order; e.g. `depinduce parse` output of any model) whose graphs the first pass reads.")
+@click.option("--init-dev", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Refining backends: the same for dev.conllu, so dev scores measure refining that parse.")
+@click.option("--warm-start", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              metavar="RUN_DIR", help="Start from another run's model.pt (same backend, same data folder), e.g. "
+                                      "RNGTr from a trained SynTr.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summaries on stderr.")
 @click.option("--force", is_flag=True, help="Start over in an existing run directory (its run files are replaced).")
 def train_command(model: str | None, data_dir: Path, run_dir: Path, recipe: Path | None, overrides: tuple[str, ...],
                   device: str, threads: int | None, seed: int | None, resume: bool, max_time: float | None,
-                  quiet: bool, force: bool) -> None:
+                  init_train: Path | None, init_dev: Path | None, warm_start: Path | None, quiet: bool,
+                  force: bool) -> None:
     """Train a neural backend on a preprocessed data folder."""
+    # recorded in config.yaml as train.init_train/init_dev/warm_start (absolute paths), so a run says what it read
+    for key, path in (("init_train", init_train), ("init_dev", init_dev), ("warm_start", warm_start)):
+        if path is not None:
+            overrides = (*overrides, f"train.{key}={path.resolve()}")
     train(TrainOptions(data_dir=data_dir, run_dir=run_dir, model=model, recipe=recipe, overrides=overrides,
                        device=device, threads=threads, seed=seed, resume=resume, max_time=max_time, quiet=quiet,
                        force=force))

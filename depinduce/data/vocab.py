@@ -114,8 +114,11 @@ class Vocab:
             "counts": self.counts,
         }
 
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=1) + "\n"
+
     def save(self, path: str | PathLike[str]) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        Path(path).write_text(self.to_json(), encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | PathLike[str]) -> "Vocab":

@@ -14,7 +14,9 @@ from typing import ClassVar, Literal
 
 import torch
 
+from depinduce.data.sentence import Sentence
 from depinduce.errors import DepinduceError
+from depinduce.io.initial_graphs import InitialGraph
 
 Objective = Literal["mlm", "lm", "supervised", "none"]
 
@@ -28,6 +30,11 @@ class Capabilities:
     trainable: bool
     supervised: bool
     objective: Objective = "none"
+    # Reads whole sentences — every token, punctuation included, with their UPOS — through
+    # :meth:`Backend.parse_sentences` instead of the punctuation-free words of :meth:`Backend.parse_scores`.
+    whole_sentences: bool = False
+    # Refines a given initial dependency graph (``parse --init``, ``--iterations``).
+    refines: bool = False
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -46,6 +53,10 @@ class ParseScores:
     heads: torch.Tensor | None = None
     distances: torch.Tensor | None = None
     heights: torch.Tensor | None = None
+    # (n+1)×(n+1)×L label scores of each (dependent, head) pair, and the L label names: labels are chosen after
+    # the decoder has chosen the heads, so every decoder gets labelled trees.
+    labels: torch.Tensor | None = None
+    label_names: Sequence[str] | None = None
 
 
 class Backend(ABC):
@@ -73,6 +84,17 @@ class Backend(ABC):
         overrides this and refuses a channel out of its range; the others have none to select."""
         raise DepinduceError(f"model '{self.name}' has no head channels; --channel applies only to backends "
                              "with several head channels")
+
+    def set_iterations(self, iterations: int) -> None:
+        """Refine at most ``iterations`` times (``parse --iterations``); only refining backends have iterations."""
+        raise DepinduceError(f"model '{self.name}' does not refine a graph; --iterations applies to refining "
+                             "backends (rngtr)")
+
+    def parse_sentences(self, sentences: Sequence[Sentence],
+                        init: Sequence[InitialGraph | None] | None = None) -> list[ParseScores]:
+        """Scores over every token of whole sentences (``capabilities.whole_sentences``), optionally refining
+        one initial graph per sentence (``capabilities.refines``; None = start from no graph)."""
+        raise DepinduceError(f"model '{self.name}' reads punctuation-free words only")
 
     @abstractmethod
     def parse_scores(self, sentences: Sequence[Sequence[str]]) -> list[ParseScores]:

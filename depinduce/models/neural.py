@@ -12,7 +12,7 @@ Objective hooks (the engine owns the loops and the losses; a backend implements 
 
 Run directory contract (written by the engine): ``config.yaml`` with keys ``model`` (registry name) and
 ``model_config`` (the hyperparameter dataclass as a mapping), ``vocab.json``, ``model.pt`` (a plain state dict,
-loaded with ``weights_only=True``).
+loaded with ``weights_only=True``), and ``tags.json`` for backends with ``needs_tags``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import torch
 import yaml
 
+from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
 from depinduce.errors import DepinduceError
 from depinduce.models.base import Backend, ParseScores
@@ -70,6 +71,8 @@ class NeuralBackend(Backend, torch.nn.Module):
     ``__init__(config, vocab)``."""
 
     config_class: ClassVar[type]
+    # Backends that read UPOS and predict labels get a TagVocab too (``tags.json`` in the run directory).
+    needs_tags: ClassVar[bool] = False
 
     def __init__(self, config: Any, vocab: Vocab) -> None:
         torch.nn.Module.__init__(self)
@@ -77,9 +80,15 @@ class NeuralBackend(Backend, torch.nn.Module):
         self.vocab = vocab
 
     @classmethod
-    def from_config(cls, values: Mapping[str, Any] | None, vocab: Vocab, *, where: str = "recipe") -> "NeuralBackend":
+    def from_config(cls, values: Mapping[str, Any] | None, vocab: Vocab, *, where: str = "recipe",
+                    tags: TagVocab | None = None) -> "NeuralBackend":
         """A freshly initialised model from recipe values (the dataclass defaults fill the rest)."""
-        return cls(build_config(cls.config_class, values, where=where), vocab)
+        config = build_config(cls.config_class, values, where=where)
+        if not cls.needs_tags:
+            return cls(config, vocab)
+        if tags is None:
+            raise DepinduceError(f"model '{cls.name}' needs UPOS/label vocabularies (tags.json)")
+        return cls(config, vocab, tags)  # type: ignore[call-arg]
 
     @classmethod
     def load(cls, run_dir: Path | None, *, device: str = "cpu", seed: int = 0) -> "NeuralBackend":
@@ -94,7 +103,8 @@ class NeuralBackend(Backend, torch.nn.Module):
         except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
             raise DepinduceError(f"{config_path}: unreadable run configuration ({exc.__class__.__name__})") from exc
         vocab = Vocab.load(run_dir / "vocab.json")
-        model = cls.from_config(config.get("model_config"), vocab, where=str(config_path))
+        tags = TagVocab.load(run_dir / "tags.json") if cls.needs_tags else None
+        model = cls.from_config(config.get("model_config"), vocab, where=str(config_path), tags=tags)
         state = load_state_dict(run_dir / "model.pt")
         try:
             model.load_state_dict(state)

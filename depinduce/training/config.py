@@ -30,13 +30,15 @@ import yaml
 from depinduce.errors import DepinduceError, InputError
 
 SelectMetric = Literal[
-    "dev_loss", "dev_ppl", "dev_dda", "dev_uda", "dev_root_accuracy", "dev_uf1", "dev_uf1_corpus",
+    "dev_loss", "dev_ppl", "dev_dda", "dev_uda", "dev_root_accuracy", "dev_las", "dev_uf1", "dev_uf1_corpus",
     "train_loss",
 ]
 # Metrics where a lower value is better; every other selectable metric is a percentage where higher is better.
 LOWER_IS_BETTER = frozenset({"dev_loss", "dev_ppl", "train_loss"})
 DEPENDENCY_METRICS = frozenset({"dev_dda", "dev_uda", "dev_root_accuracy"})
 CONSTITUENCY_METRICS = frozenset({"dev_uf1", "dev_uf1_corpus"})
+# Only backends that predict labels (supervised ones) have a meaningful LAS.
+LABELLED_METRICS = frozenset({"dev_las"})
 
 
 @dataclass
@@ -82,6 +84,14 @@ class TrainConfig:
     # truncated backpropagation every ``bptt`` tokens (the paper's language-model mode).
     lm_mode: Literal["sentences", "continuous"] = "sentences"
     bptt: int = 35
+    # Refining backends (RNGTr): CoNLL-U parses of train.conllu / dev.conllu (same sentences, same order) whose
+    # graphs the first pass reads — `depinduce train --init-train/--init-dev` set them (absolute paths); null:
+    # start from no graph.
+    init_train: str | None = None
+    init_dev: str | None = None
+    # Start from the weights (model.pt) of another run of the same backend on the same vocabulary, e.g. RNGTr
+    # from a trained SynTr — `depinduce train --warm-start RUN_DIR` sets it (absolute path).
+    warm_start: str | None = None
     # DDP only: set when the backend has parameters that some batches do not use.
     find_unused_parameters: bool = False
 

@@ -8,28 +8,26 @@ with its own carried state, which starts from zero.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
 from depinduce.training import batching
-from depinduce.training.objectives import LossModule, StreamLM
+from depinduce.training.objectives import LossModule, Objective, StreamLM
 
 
-def sentence_loss(loss_module: LossModule, rows: Sequence[Sequence[int]], batches: Sequence[Sequence[int]], *,
-                  pad_index: int, masks: Sequence[torch.Tensor] | None, device: torch.device,
+def sentence_loss(loss_module: LossModule, batches: Sequence[Sequence[int]],
+                  inputs_for: Callable[[Sequence[int]], dict[str, torch.Tensor]], *, device: torch.device,
                   progress=None) -> tuple[float, float]:
-    """(summed NLL, predicted tokens) over ``batches`` of sentence ``rows`` (``masks``: fixed MLM masks)."""
-    objective = loss_module.objective
+    """(summed NLL, predicted tokens) over ``batches`` of sentence indices; ``inputs_for`` turns one batch into
+    the objective's prepared inputs (plain rows with fixed MLM masks, or gold rows for supervised parsing)."""
     nll_sum, count = 0.0, 0.0
     was_training = loss_module.training
     loss_module.eval()
     try:
         with torch.inference_mode():
             for batch_rows in batches:
-                batch = batching.collate(rows, batch_rows, pad_index)
-                fixed = [masks[i] for i in batch_rows] if masks is not None else None
-                inputs = objective.prepare(batch.tokens, batch.mask, generator=None, fixed=fixed)
+                inputs = inputs_for(batch_rows)
                 _, nll, n = loss_module(**{k: v.to(device) for k, v in inputs.items()})
                 nll_sum += float(nll)
                 count += float(n)
@@ -38,6 +36,18 @@ def sentence_loss(loss_module: LossModule, rows: Sequence[Sequence[int]], batche
     finally:
         loss_module.train(was_training)
     return nll_sum, count
+
+
+def text_inputs(objective: Objective, rows: Sequence[Sequence[int]], pad_index: int,
+                masks: Sequence[torch.Tensor] | None) -> Callable[[Sequence[int]], dict[str, torch.Tensor]]:
+    """:func:`sentence_loss` inputs for model-view text (``masks``: the fixed MLM masks per sentence)."""
+
+    def inputs_for(batch_rows: Sequence[int]) -> dict[str, torch.Tensor]:
+        batch = batching.collate(rows, batch_rows, pad_index)
+        fixed = [masks[i] for i in batch_rows] if masks is not None else None
+        return objective.prepare(batch.tokens, batch.mask, generator=None, fixed=fixed)
+
+    return inputs_for
 
 
 def stream_loss(loss_module: LossModule, stream: batching.TokenStream, *, device: torch.device, name: str = "eval",

@@ -32,9 +32,10 @@ import click
 import torch
 from tqdm import tqdm
 
+from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
 from depinduce.errors import DepinduceError
-from depinduce.models.neural import NeuralBackend
+from depinduce.models.neural import NeuralBackend, load_state_dict
 from depinduce.models.registry import backend_class
 from depinduce.training import batching, distributed
 from depinduce.training.checkpoint import (
@@ -43,7 +44,9 @@ from depinduce.training.checkpoint import (
 )
 from depinduce.training.config import LOWER_IS_BETTER, ResolvedConfig, load_recipe, load_run_config, resolve_config
 from depinduce.training.evaluation import DevTreebank, check_selectable, parsing_metrics
-from depinduce.training.corpus_loss import sentence_loss, stream_loss
+from depinduce.io.initial_graphs import read_initial_parse
+from depinduce.training.corpus_loss import sentence_loss, stream_loss, text_inputs
+from depinduce.training.gold_data import GoldData, GoldRow, collate_gold, load_gold_data, read_initial_graphs
 from depinduce.training.objectives import LossModule, Objective, StreamLM, fixed_masks, objective_for
 from depinduce.training.optim import Schedule, build_optimizer, clip_gradients
 from depinduce.training.run import RunDir, check_run_dir, clear_run_files, command_line
@@ -182,18 +185,21 @@ class Trainer:
         self.config = self._resolve_config()
         self.train_config = self.config.train
         self.model_class = trainable_class(self.config.model)
-        vocab_path = self.run_dir.vocab if options.resume else self.data_dir / "vocab.json"
-        self.vocab = Vocab.load(vocab_path)
+        self.gold: GoldData | None = None
+        self.tags: TagVocab | None = None
+        if self.model_class.capabilities.objective == "supervised":
+            # supervised backends index every token of train.conllu (punctuation too) and read UPOS/labels
+            self.gold = load_gold_data(
+                self.data_dir, vocab=Vocab.load(self.run_dir.vocab) if options.resume else None,
+                tags=TagVocab.load(self.run_dir.tags) if options.resume else None)
+            self.vocab, self.tags = self.gold.vocab, self.gold.tags
+        else:
+            self.vocab = Vocab.load(self.run_dir.vocab if options.resume else self.data_dir / "vocab.json")
 
         self.objective: Objective = objective_for(self.model_class.capabilities.objective,
                                                   mask_rate=self.train_config.mask_rate, vocab_size=len(self.vocab),
                                                   lm_mode=self.train_config.lm_mode, bptt=self.train_config.bptt)
         self.streaming = isinstance(self.objective, StreamLM)
-        if self.objective.needs_gold:
-            raise DepinduceError(
-                f"model '{self.config.model}' is trained on gold trees (objective '{self.objective.name}'); "
-                "depinduce train reads model-view text only and cannot train it"
-            )
         self._load_data()
         self._build_model()
         self.progress = Progress()
@@ -228,7 +234,20 @@ class Trainer:
 
     def _load_data(self) -> None:
         cfg = self.train_config
-        self.train_rows = batching.read_corpus(self.data_dir / "train.txt", self.vocab)
+        self.init_train = self.init_dev = None
+        if (cfg.init_train or cfg.init_dev) and not self.model_class.capabilities.refines:
+            raise DepinduceError(f"model '{self.config.model}' does not refine a graph; init_train/init_dev "
+                                 "(--init-train/--init-dev) apply to refining backends (rngtr)")
+        if self.gold is not None:
+            self.train_rows = [row.words for row in self.gold.train]
+            if cfg.init_train:
+                self.init_train = read_initial_graphs(cfg.init_train, self.gold.train_sentences, self.gold.tags)
+            if cfg.init_dev:
+                if self.gold.dev_sentences is None:
+                    raise DepinduceError(f"init_dev given but {self.data_dir} has no dev.conllu")
+                self.init_dev = read_initial_parse(cfg.init_dev, self.gold.dev_sentences)
+        else:
+            self.train_rows = batching.read_corpus(self.data_dir / "train.txt", self.vocab)
         self.train_lengths = [len(r) for r in self.train_rows]
         if self.streaming:
             ctx = self.context
@@ -246,7 +265,10 @@ class Trainer:
             raise DepinduceError(f"{self.n_batches} batch(es) per epoch for {self.context.world_size} ranks; "
                                  "lower batch_tokens or use fewer ranks")
         dev_path = self.data_dir / "dev.txt"
-        self.dev_rows = batching.read_corpus(dev_path, self.vocab) if dev_path.is_file() else None
+        if self.gold is not None:
+            self.dev_rows = None if self.gold.dev is None else [row.words for row in self.gold.dev]
+        else:
+            self.dev_rows = batching.read_corpus(dev_path, self.vocab) if dev_path.is_file() else None
         self.dev_stream = None
         if self.streaming and self.dev_rows is not None:
             self.dev_stream = batching.TokenStream(self.dev_rows, len(self.vocab), cfg.batch_tokens // cfg.bptt,
@@ -269,8 +291,11 @@ class Trainer:
     def _build_model(self) -> None:
         cfg = self.train_config
         torch.manual_seed(derived_seed(cfg.seed, "init"))
-        model = self.model_class.from_config(self.config.model_config, self.vocab, where=str(self.run_dir.config))
+        model = self.model_class.from_config(self.config.model_config, self.vocab, where=str(self.run_dir.config),
+                                             tags=self.tags)
         self.objective.check_model(model)
+        if cfg.warm_start and not self.options.resume:  # a resumed run has its own weights in last.pt
+            self._warm_start(model, Path(cfg.warm_start))
         self.model = model.to(self.context.device)
         self.model.train()
         # dropout and masks differ per rank (each rank sees different batches); init is identical everywhere
@@ -283,6 +308,26 @@ class Trainer:
         self.optimizer = build_optimizer(self.params, cfg)
         self.schedule = Schedule(self.optimizer, cfg, cfg.epochs * self.steps_per_epoch)
 
+    def _warm_start(self, model: NeuralBackend, source: Path) -> None:
+        """Load another run's best weights: same backend, same vocabularies (else the indices mean other words)."""
+        other = load_run_config(source, lambda name: trainable_class(name).config_class)
+        if other.model != self.config.model:
+            raise DepinduceError(f"{source}: a '{other.model}' run cannot warm-start a '{self.config.model}' model")
+        source_dir = RunDir(source)
+        pairs = [(source_dir.vocab, self.vocab.to_json())]
+        if self.tags is not None:
+            pairs.append((source_dir.tags, self.tags.to_json()))
+        for path, ours in pairs:
+            if not path.is_file() or path.read_text(encoding="utf-8") != ours:
+                raise DepinduceError(f"{path}: differs from this run's {path.name}; warm starts need the run's "
+                                     "data folder")
+        try:
+            model.load_state_dict(load_state_dict(source_dir.model))
+        except RuntimeError as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise DepinduceError(f"{source_dir.model}: does not fit the configured model ({first})") from exc
+        self.log(f"warm start from {source_dir.model}")
+
     def _prepare_run_dir(self) -> None:
         """Rank 0 lays out (or reopens) the run directory; the other ranks wait for it."""
         ctx = self.context
@@ -290,7 +335,9 @@ class Trainer:
             if not self.options.resume:
                 if self.options.force and self.run_dir.path.is_dir():
                     clear_run_files(self.run_dir.path)
-                self.run_dir.create(self.config.to_yaml(), self.data_dir)
+                self.run_dir.create(self.config.to_yaml(), self.data_dir,
+                                    vocab_json=self.vocab.to_json() if self.gold is not None else None,
+                                    tags_json=self.tags.to_json() if self.tags is not None else None)
         ctx.barrier()
 
     def _resume(self) -> None:
@@ -451,6 +498,9 @@ class Trainer:
             self.objective.use("train")
             inputs = self.train_stream.chunk(rows[0])
             n_tokens = inputs["targets"].numel()
+        elif self.gold is not None:
+            inputs = self._gold_inputs(self.gold.train, self.init_train, rows)
+            n_tokens = int(inputs["mask"].sum())
         else:
             batch = batching.collate(self.train_rows, rows, self.vocab.pad_index)
             inputs = self.objective.prepare(batch.tokens, batch.mask, generator=self.mask_generator)
@@ -471,6 +521,13 @@ class Trainer:
         self.optimizer.step()
         self.schedule.after_step()
         return float(nll), float(count), n_tokens
+
+    def _gold_inputs(self, rows: list[GoldRow], initial, indices) -> dict[str, torch.Tensor]:
+        """Prepared supervised inputs for the gold rows ``indices`` (with their initial graphs when given)."""
+        batch = collate_gold([rows[i] for i in indices], self.vocab.pad_index,
+                             None if initial is None else [initial[i] for i in indices])
+        tokens, mask = batch.pop("tokens"), batch.pop("mask")
+        return self.objective.prepare(tokens, mask, generator=self.mask_generator, **batch)
 
     def _stop_reason(self) -> str | None:
         """A stop every rank agrees on: a signal on any rank, or the time budget about to run out."""
@@ -527,7 +584,8 @@ class Trainer:
         if ctx.is_main and self.dev_treebank.available(self.model_class):
             self.model.eval()
             try:
-                parse_metrics = parsing_metrics(self.model, self.dev_treebank, decoder=cfg.decoder)
+                parse_metrics = parsing_metrics(self.model, self.dev_treebank, decoder=cfg.decoder,
+                                                init=self.init_dev)
             finally:
                 self.model.train()
         record.update(ctx.broadcast(parse_metrics))
@@ -564,10 +622,22 @@ class Trainer:
             lengths = [len(r) for r in self.dev_rows]
             batches = batching.shard(batching.eval_order(lengths, self.train_config.batch_tokens),
                                      self.context.rank, self.context.world_size)
-            nll_sum, count = sentence_loss(self.loss_module, self.dev_rows, batches, pad_index=self.vocab.pad_index,
-                                           masks=self.dev_masks, device=self.context.device)
+            if self.gold is not None:
+                assert self.gold.dev is not None
+                dev, initial = self.gold.dev, self._dev_initial_ids()
+                inputs_for = lambda indices: self._gold_inputs(dev, initial, indices)  # noqa: E731
+            else:
+                inputs_for = text_inputs(self.objective, self.dev_rows, self.vocab.pad_index, self.dev_masks)
+            nll_sum, count = sentence_loss(self.loss_module, batches, inputs_for, device=self.context.device)
         nll_sum, count = self.context.sum([nll_sum, count])
         return nll_sum / count if count else float("nan")
+
+    def _dev_initial_ids(self):
+        """The dev initial graphs as (heads, label ids), or None."""
+        if self.init_dev is None:
+            return None
+        assert self.tags is not None
+        return [(heads, self.tags.encode_labels(labels)) for heads, labels in self.init_dev]
 
     # ---------------------------------------------------------------------------------------- checkpoints
 
@@ -624,7 +694,7 @@ def _summary(record: dict[str, Any], select: str) -> str:
     if record.get("train_loss") is not None:
         parts.append(f"train loss {record['train_loss']:.4f}")
     for key, label in (("dev_ppl", "dev ppl"), ("dev_loss", "dev loss"), ("dev_dda", "DDA"), ("dev_uda", "UDA"),
-                       ("dev_uf1", "UF1")):
+                       ("dev_las", "LAS"), ("dev_uf1", "UF1")):
         if record.get(key) is not None and not (key == "dev_loss" and "dev_ppl" in record):
             parts.append(f"{label} {record[key]:.2f}")
     if record.get("tokens_per_s"):

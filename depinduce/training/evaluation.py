@@ -4,7 +4,8 @@ The dev sentences are parsed by :func:`depinduce.parsing.parse` (punctuation hid
 configured decoder, punctuation re-attached) and scored by :func:`depinduce.metrics.evaluate` against the gold
 ``dev.conllu`` (DDA, UDA, root accuracy) and, for the PTB, against ``dev.trees`` (sentence- and corpus-level
 UF1).  Model selection on these numbers therefore agrees with what a user measures on the saved model.
-LAS is not reported: the parse pipeline writes ``root``/``dep`` labels, so it would measure nothing.
+LAS is reported for backends that predict labels (supervised ones) only: for the others the parse pipeline
+writes ``root``/``dep`` labels, so it would measure nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from depinduce.data.sentence import Sentence
 from depinduce.errors import DepinduceError
 from depinduce.io import read_sentences
 from depinduce.metrics import evaluate
-from depinduce.training.config import CONSTITUENCY_METRICS, DEPENDENCY_METRICS
+from depinduce.io.initial_graphs import InitialGraph
+from depinduce.training.config import CONSTITUENCY_METRICS, DEPENDENCY_METRICS, LABELLED_METRICS
 from depinduce.models.base import Backend
 
 PARSE_BATCH = 64
@@ -46,18 +48,23 @@ class DevTreebank:
         out: set[str] = set()
         if self.dependencies and caps.dependency:
             out |= DEPENDENCY_METRICS
+            if caps.supervised:
+                out |= LABELLED_METRICS
         if self.trees and (caps.constituency or caps.dependency):
             out |= CONSTITUENCY_METRICS
         return out
 
 
-def _by_length(sentences: list[Sentence]) -> list[Sentence]:
+def _length_order(sentences: list[Sentence]) -> list[int]:
     """Similar lengths in one parse batch pad less; corpus metrics do not depend on sentence order."""
-    return sorted(sentences, key=lambda s: len(s.words))
+    return sorted(range(len(sentences)), key=lambda k: len(sentences[k].words))
 
 
-def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str) -> dict[str, float | None]:
-    """Parse the dev sentences with ``backend`` and score them; keys as in ``metrics.jsonl`` (``dev_uda``...)."""
+def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str,
+                    init: list[InitialGraph] | None = None) -> dict[str, float | None]:
+    """Parse the dev sentences with ``backend`` and score them; keys as in ``metrics.jsonl`` (``dev_uda``...).
+
+    ``init``: initial graphs of the dev sentences (in dev.conllu order) for a refining backend."""
     from depinduce.parsing import ParseRequest, parse  # the parse pipeline pulls in every decoder
 
     out: dict[str, float | None] = {}
@@ -65,16 +72,19 @@ def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str) -> dict
     if not wanted:
         return out
     if dev.dependencies and "dev_uda" in wanted:
-        gold = _by_length(dev.dependencies)
+        order = _length_order(dev.dependencies)
+        gold = [dev.dependencies[k] for k in order]
         pred = [Sentence(words=list(s.words), xpos=s.xpos, upos=s.upos, metadata=dict(s.metadata),
                          sent_id=s.sent_id) for s in gold]
         list(parse(pred, backend, ParseRequest(fmt="conllu", decoder=decoder, batch_size=PARSE_BATCH),
-                   progress=False))
+                   progress=False, init=None if init is None else [init[k] for k in order]))
         metrics = evaluate(gold, pred, gold_path="dev.conllu", pred_path="model").metrics()
         out.update(dev_dda=metrics["dda"], dev_uda=metrics["uda"], dev_root_accuracy=metrics["root_accuracy"],
                    dev_well_formed=metrics["well_formed"])
+        if "dev_las" in wanted:
+            out["dev_las"] = metrics["las"]
     if dev.trees and "dev_uf1" in wanted:
-        gold = _by_length(dev.trees)
+        gold = [dev.trees[k] for k in _length_order(dev.trees)]
         pred = [Sentence(words=list(s.words), xpos=s.xpos, metadata={"punct_rule": "ptb"}) for s in gold]
         list(parse(pred, backend, ParseRequest(fmt="brackets", decoder=decoder, batch_size=PARSE_BATCH),
                    progress=False))

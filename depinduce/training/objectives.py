@@ -13,8 +13,8 @@
   followed by the boundary, cut into ``batch_tokens // bptt`` parallel streams and read ``bptt`` tokens at a
   time; hook ``lm_stream(tokens, state) -> (hidden (B, T, H), state)`` carries the backend's state (a list of
   tensors) from one chunk to the next, and gradients stop at chunk boundaries (truncated backpropagation).
-- :class:`HeadsAndLabels` (RNGTr/SynTr) — hook ``arc_label_logits(tokens, mask, heads)`` returning one
-  ``(arc (B, T, T+1), label (B, T, L))`` pair per refinement iteration (arc column 0 = ROOT; label logits scored
+- :class:`HeadsAndLabels` (RNGTr/SynTr) — hook ``arc_label_logits(tokens, mask, heads, *, upos, init_heads,
+  init_labels)`` returning one ``(arc (B, T, T+1), label (B, T, L))`` pair per refinement iteration (arc column 0 = ROOT; label logits scored
   at the gold heads); the loss is the mean over iterations of head CE + label CE, as the RNGTr paper trains.
 
 Every objective adds the backend's ``regularizer()`` and reports the summed per-token negative log-likelihood
@@ -227,23 +227,32 @@ class StreamLM(Objective):
 
 class HeadsAndLabels(Objective):
     """Supervised heads + labels (RNGTr/SynTr): cross-entropy on each word's head and on its label at the gold
-    head, averaged over refinement iterations.  Batches carry ``heads`` (B, T) in 0..n (0 = ROOT) and ``labels``
-    (B, T) label ids."""
+    head, averaged over refinement iterations.  Batches come from :func:`~.gold_data.collate_gold`: ``heads``
+    (B, T) in 0..n (0 = ROOT), ``labels`` and ``upos`` (B, T) ids, and optionally the initial graph of each
+    sentence (``init_heads``/``init_labels``, from ``--init-train``).  The loss counts every token, punctuation
+    included, and reports the summed NLL per token (head + label) so dev loss is exact over a corpus."""
 
     name = "supervised"
     reports_perplexity = False
     needs_gold = True
+    _GOLD = ("heads", "labels", "upos")
+    _OPTIONAL = ("init_heads", "init_labels")
 
     def check_model(self, model: Any) -> None:
         _require_hooks(model, ("arc_label_logits", "regularizer"), self.name)
 
-    def prepare(self, tokens, mask, *, generator=None, fixed=None, heads=None, labels=None):
-        if heads is None or labels is None:
-            raise DepinduceError("the supervised objective needs batches with gold heads and labels")
-        return {"tokens": tokens, "mask": mask, "heads": heads, "labels": labels}
+    def prepare(self, tokens, mask, *, generator=None, fixed=None, **gold):
+        missing = [k for k in self._GOLD if gold.get(k) is None]
+        if missing:
+            raise DepinduceError(f"the supervised objective needs batches with gold {', '.join(missing)}")
+        unknown = sorted(set(gold) - set(self._GOLD) - set(self._OPTIONAL))
+        if unknown:
+            raise DepinduceError(f"the supervised objective does not take {', '.join(unknown)}")
+        return {"tokens": tokens, "mask": mask, **{k: v for k, v in gold.items() if v is not None}}
 
-    def compute(self, model, *, tokens, mask, heads, labels):
-        iterations = model.arc_label_logits(tokens, mask, heads)
+    def compute(self, model, *, tokens, mask, heads, labels, upos, init_heads=None, init_labels=None):
+        iterations = model.arc_label_logits(tokens, mask, heads, upos=upos, init_heads=init_heads,
+                                            init_labels=init_labels)
         if not iterations:
             raise DepinduceError("arc_label_logits returned no iteration")
         count = mask.sum()

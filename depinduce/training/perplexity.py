@@ -22,7 +22,7 @@ from depinduce.models.neural import NeuralBackend
 from depinduce.models.registry import load_model
 from depinduce.training import batching
 from depinduce.training.config import load_run_config
-from depinduce.training.corpus_loss import sentence_loss, stream_loss
+from depinduce.training.corpus_loss import sentence_loss, stream_loss, text_inputs
 from depinduce.training.engine import trainable_class
 from depinduce.training.objectives import LossModule, StreamLM, fixed_masks, objective_for
 
@@ -74,7 +74,8 @@ def measure(run_dir: Path, text: Path, *, device: str = "cpu", batch_tokens: int
         batches = batching.eval_order([len(r) for r in rows], budget)
         with tqdm(total=len(rows), unit="sent", file=sys.stderr, disable=None if progress else True,
                   leave=False) as bar:
-            nll, count = sentence_loss(loss_module, rows, batches, pad_index=model.vocab.pad_index, masks=masks,
+            nll, count = sentence_loss(loss_module, batches,
+                                       text_inputs(objective, rows, model.vocab.pad_index, masks),
                                        device=dev, progress=bar.update)
         kind = objective.name
     if not count:

@@ -32,10 +32,10 @@ from depinduce.checksum import sha256_file
 from depinduce.errors import DepinduceError
 from depinduce.training.checkpoint import atomic_write_text
 
-RUN_FILES = ("config.yaml", "vocab.json", "model.pt", "last.pt", "metrics.jsonl", "manifest.json")
+RUN_FILES = ("config.yaml", "vocab.json", "tags.json", "model.pt", "last.pt", "metrics.jsonl", "manifest.json")
 MANIFEST_FORMAT = "depinduce-run"
 # The DATA_DIR files a run reads (when present); their checksums tie the run to its data.
-DATA_FILES = ("train.txt", "vocab.json", "dev.txt", "dev.conllu", "dev.trees")
+DATA_FILES = ("train.txt", "vocab.json", "dev.txt", "dev.conllu", "dev.trees", "train.conllu")
 
 
 def check_run_dir(run_dir: Path, *, force: bool, resume: bool) -> None:
@@ -95,6 +95,10 @@ class RunDir:
         return self.path / "vocab.json"
 
     @property
+    def tags(self) -> Path:
+        return self.path / "tags.json"
+
+    @property
     def model(self) -> Path:
         return self.path / "model.pt"
 
@@ -112,10 +116,16 @@ class RunDir:
 
     # ---------------------------------------------------------------------------------------- starting
 
-    def create(self, config_yaml: str, data_dir: Path) -> None:
+    def create(self, config_yaml: str, data_dir: Path, *, vocab_json: str | None = None,
+               tags_json: str | None = None) -> None:
+        """Lay out a fresh run: the config, the vocabulary the model indexes (the data folder's unless the run
+        built its own, as supervised runs do over every token) and, for tag-reading models, ``tags.json``."""
         self.path.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.config, config_yaml)
-        atomic_write_text(self.vocab, (data_dir / "vocab.json").read_text(encoding="utf-8"))
+        atomic_write_text(self.vocab, vocab_json if vocab_json is not None
+                          else (data_dir / "vocab.json").read_text(encoding="utf-8"))
+        if tags_json is not None:
+            atomic_write_text(self.tags, tags_json)
         self.metrics.touch()
 
     def start_manifest(self, *, model: str, seed: int, data_dir: Path, command: list[str], device: str,

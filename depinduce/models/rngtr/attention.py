@@ -1,0 +1,77 @@
+"""Graph-conditioned self-attention (RNGTr): the previous dependency graph enters every attention score.
+
+For positions i, j of ``<ROOT>`` + words, the relation id r_ij is 0 (no arc), ``label + 1`` when j is i's head,
+and ``label + 1 + L`` when i is j's head (L labels).  Each layer has two tables rK, rV of shape (2L+1, d_head),
+shared by all heads: e_ij = q_i·(k_j + rK[r_ij]) / √d_head, o_i = Σ_j α_ij (v_j + rV[r_ij]).  Row 0 of both
+tables is fixed at zero, so "no arc" adds nothing and a pass with no graph is a plain transformer (SynTr).  The
+relation term is scaled with the rest (the authors' code forgets to scale it).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def relation_ids(heads: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, n_labels: int) -> torch.Tensor:
+    """(B, T+1, T+1) relation ids over ``<ROOT>`` + words for a batch of graphs.
+
+    ``heads`` (B, T) holds each word's head in 0..T (0 = ROOT; a negative head = no arc, e.g. the empty graph),
+    ``labels`` (B, T) label ids in 0..L-1, ``mask`` (B, T) real words.  Padding words get no arcs.
+    """
+    B, T = heads.shape
+    out = torch.zeros((B, T + 1, T + 1), dtype=torch.long, device=heads.device)
+    valid = mask & (heads >= 0) & (heads <= T)
+    b, d = valid.nonzero(as_tuple=True)
+    h = heads[b, d]
+    lab = labels[b, d]
+    # head-of first, dependent-of second: in a 2-cycle of an argmax graph (x heads y and y heads x) each pair then
+    # deterministically reads "j is i's head"; within one assignment no position pair occurs twice
+    out[b, h, d + 1] = lab + 1 + n_labels  # row = the head, column = its dependent
+    out[b, d + 1, h] = lab + 1  # row = dependent i (position d+1), column = its head j
+    return out
+
+
+class GraphAttention(nn.Module):
+    """Multi-head self-attention with relation embeddings added to keys and values (see the module docstring)."""
+
+    def __init__(self, hidden_size: int, n_heads: int, n_relations: int, dropout: float) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.head_size = hidden_size // n_heads
+        self.qkv = nn.Linear(hidden_size, 3 * hidden_size)
+        self.out = nn.Linear(hidden_size, hidden_size)
+        self.rel_k = nn.Embedding(n_relations, self.head_size, padding_idx=0)
+        self.rel_v = nn.Embedding(n_relations, self.head_size, padding_idx=0)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, relations: torch.Tensor | None) -> torch.Tensor:
+        """``x`` (B, N, H), ``mask`` (B, N) real positions, ``relations`` (B, N, N) ids or None (no graph).
+
+        A graph has about 2n arcs among n² pairs, so the relation terms are computed at the arcs only (gathered
+        dot products scattered into the scores, attention weights gathered at the arcs for the values): the
+        same numbers as adding rK[r_ij]/rV[r_ij] at every pair, where "no arc" adds zero, at a fraction of the
+        cost — the dense (B, N, N, d_head) relation tensors and their embedding gradients never exist."""
+        B, N, H = x.shape
+        q, k, v = self.qkv(x).view(B, N, 3, self.n_heads, self.head_size).permute(2, 0, 3, 1, 4)
+        scores = q @ k.transpose(-1, -2)  # (B, h, N, N)
+        arcs = None
+        if relations is not None:
+            b, i, j = relations.nonzero(as_tuple=True)
+            rel = relations[b, i, j]
+            arcs = (b, i, j, rel)
+            at_arcs = (q[b, :, i] * self.rel_k(rel)[:, None, :]).sum(-1)  # (E, h)
+            scores = scores.permute(0, 2, 3, 1).index_put((b, i, j), scores.permute(0, 2, 3, 1)[b, i, j] + at_arcs)
+            scores = scores.permute(0, 3, 1, 2)
+        scores = scores / math.sqrt(self.head_size)
+        scores = scores.masked_fill(~mask[:, None, None, :], torch.finfo(scores.dtype).min)
+        alpha = self.dropout(F.softmax(scores, dim=-1))
+        out = alpha @ v  # (B, h, N, d)
+        if arcs is not None:
+            b, i, j, rel = arcs
+            values = alpha[b, :, i, j][:, :, None] * self.rel_v(rel)[:, None, :]  # (E, h, d)
+            out = out.permute(0, 2, 1, 3).index_put((b, i), values, accumulate=True).permute(0, 2, 1, 3)
+        return self.out(out.transpose(1, 2).reshape(B, N, H))

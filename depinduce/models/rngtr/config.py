@@ -1,0 +1,47 @@
+"""RNGTr / SynTr hyperparameters (Mohammadshahi & Henderson 2021; ../shared/design/models.md, RNGTr section).
+
+The paper's encoder is BERT-base; depinduce's default is a small transformer trained from scratch (fits a 2-core
+CPU budget).  The decoder sizes are the paper's: arc MLP 500, label MLP 100, LeakyReLU 0.1, dropout 0.33.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from depinduce.models.config_checks import ConfigChecks
+
+
+@dataclass
+class RNGTrConfig:
+    """Network shape, regularisation and the refinement schedule (optimisation settings live in the recipe).
+
+    ``iterations`` is T, the number of graph-conditioned refinement passes after the first pass (0 = SynTr alone).
+    ``max_positions`` bounds the learned position embedding (ROOT + words); longer sentences are an error.
+    """
+
+    hidden_size: int = 256
+    n_layers: int = 4
+    n_heads: int = 8
+    ff_size: int = 1024
+    dropout: float = 0.1
+    arc_mlp_size: int = 500
+    label_mlp_size: int = 100
+    mlp_dropout: float = 0.33
+    iterations: int = 3
+    max_positions: int = 512
+    positions: bool = True
+
+    def __post_init__(self) -> None:
+        check = ConfigChecks("rngtr", self)
+        check.positive_ints("hidden_size", "n_layers", "n_heads", "ff_size", "arc_mlp_size", "label_mlp_size",
+                            "max_positions")
+        check.probabilities("dropout", "mlp_dropout")
+        check.booleans("positions")
+        check.need(isinstance(self.iterations, int) and not isinstance(self.iterations, bool)
+                   and self.iterations >= 0, f"iterations must be a non-negative integer, not {self.iterations!r}")
+        check.need(self.hidden_size % self.n_heads == 0,
+                   f"hidden_size ({self.hidden_size}) must be a multiple of n_heads ({self.n_heads})")
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.n_heads

@@ -1,0 +1,390 @@
+"""RNGTr / SynTr network: graph-conditioned attention, relation ids, scorers and the refinement loop."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from depinduce.cli.main import cli
+from depinduce.data.vocab import Vocab
+from depinduce.errors import DepinduceError, InputError
+from depinduce.io.conllu_format import read_conllu
+from depinduce.models.neural import pad_batch
+from depinduce.models.registry import load_model
+from depinduce.models.rngtr import RNGTr
+from depinduce.training import engine
+from depinduce.training.engine import TrainOptions, train
+from training_support import REPO, make_ud_data
+from depinduce.models.rngtr.attention import GraphAttention, relation_ids
+from depinduce.models.rngtr.config import RNGTrConfig
+from depinduce.models.rngtr.model import RNGTrNetwork
+
+SMALL = dict(hidden_size=16, n_layers=2, n_heads=2, ff_size=32, arc_mlp_size=12, label_mlp_size=6, dropout=0.0,
+             mlp_dropout=0.0)
+
+
+def test_relation_ids_follow_the_graph():
+    # sentence 1: words 1..3, heads 2, 0, 2; labels 4, 0, 1; sentence 2: one word + padding
+    heads = torch.tensor([[2, 0, 2], [0, 0, 0]])
+    labels = torch.tensor([[4, 0, 1], [3, 0, 0]])
+    mask = torch.tensor([[True, True, True], [True, False, False]])
+    L = 5
+    rel = relation_ids(heads, labels, mask, L)
+    expected = torch.zeros((4, 4), dtype=torch.long)
+    expected[1, 2], expected[2, 1] = 4 + 1, 4 + 1 + L  # word 1 <- head 2, label 4
+    expected[2, 0], expected[0, 2] = 0 + 1, 0 + 1 + L  # word 2 <- ROOT, label 0
+    expected[3, 2], expected[2, 3] = 1 + 1, 1 + 1 + L  # word 3 <- head 2, label 1
+    assert rel[0].equal(expected)
+    only = torch.zeros((4, 4), dtype=torch.long)
+    only[1, 0], only[0, 1] = 3 + 1, 3 + 1 + L  # padding words get no arcs even though their head reads 0
+    assert rel[1].equal(only)
+    assert relation_ids(torch.full((1, 3), -1), torch.zeros((1, 3), dtype=torch.long), mask[:1], L).eq(0).all()
+
+
+def _loop_attention(layer: GraphAttention, x, mask, relations):
+    """The formula of the paper written out one (batch, head, i) at a time."""
+    B, N, H = x.shape
+    d = layer.head_size
+    q, k, v = layer.qkv(x).split(H, dim=-1)
+    out = torch.zeros(B, N, H)
+    for b in range(B):
+        for h in range(layer.n_heads):
+            sl = slice(h * d, (h + 1) * d)
+            for i in range(N):
+                e = []
+                for j in range(N):
+                    rk = layer.rel_k.weight[relations[b, i, j]]
+                    e.append(q[b, i, sl] @ (k[b, j, sl] + rk) / math.sqrt(d) if mask[b, j] else -math.inf)
+                alpha = torch.softmax(torch.stack([torch.as_tensor(t) for t in e]), dim=0)
+                out[b, i, sl] = sum(alpha[j] * (v[b, j, sl] + layer.rel_v.weight[relations[b, i, j]])
+                                    for j in range(N) if mask[b, j])
+    return layer.out(out)
+
+
+def test_graph_attention_matches_the_explicit_formula():
+    torch.manual_seed(0)
+    layer = GraphAttention(8, 2, 7, dropout=0.0)
+    torch.nn.init.normal_(layer.rel_k.weight)
+    torch.nn.init.normal_(layer.rel_v.weight)
+    with torch.no_grad():  # init.normal_ ignores padding_idx; row 0 ("no arc") is zero in a real layer
+        layer.rel_k.weight[0] = 0
+        layer.rel_v.weight[0] = 0
+    x = torch.randn(2, 5, 8)
+    mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    relations = torch.randint(0, 7, (2, 5, 5))
+    assert torch.allclose(layer(x, mask, relations), _loop_attention(layer, x, mask, relations), atol=1e-5)
+    # relation 0 ("no arc") adds nothing: an all-zero graph is the plain transformer (SynTr)
+    zeros = torch.zeros_like(relations)
+    assert torch.allclose(layer(x, mask, zeros), layer(x, mask, None), atol=1e-6)
+    assert not torch.allclose(layer(x, mask, relations), layer(x, mask, None), atol=1e-3)
+
+
+def _net(**overrides) -> RNGTrNetwork:
+    torch.manual_seed(1)
+    net = RNGTrNetwork(RNGTrConfig(**{**SMALL, **overrides}), n_words=20, n_upos=6, n_labels=4)
+    for name, p in net.named_parameters():  # the biaffine weights start at zero; make every score informative
+        if p.dim() >= 2 and "rel_" not in name:
+            torch.nn.init.normal_(p, std=0.3)
+    return net.eval()
+
+
+def test_padding_does_not_change_scores():
+    net = _net(iterations=2)
+    tokens = torch.tensor([[3, 4, 5, 0, 0], [6, 7, 8, 9, 10]])
+    upos = torch.tensor([[2, 3, 4, 0, 0], [2, 3, 4, 5, 2]])
+    mask = tokens != 0
+    heads = torch.tensor([[2, 0, 2, 0, 0], [0, 1, 1, 3, 4]])
+    alone = net.arc_label_logits(tokens[:1, :3], mask[:1, :3], heads[:1, :3], upos=upos[:1, :3])
+    batched = net.arc_label_logits(tokens, mask, heads, upos=upos)
+    arc_alone, label_alone = alone[0]
+    arc_b, label_b = batched[0]
+    assert torch.allclose(arc_alone[0], arc_b[0, :3, :4], atol=1e-5)
+    assert torch.allclose(label_alone[0], label_b[0, :3], atol=1e-5)
+    assert (arc_b[0, :, 4:] < -1e30).all()  # padding heads are never chosen
+    assert (arc_b[1].diagonal(offset=1) < -1e30).all()  # nor a word as its own head
+    final_alone = net.final_scores(tokens[:1, :3], upos[:1, :3], mask[:1, :3])
+    final = net.final_scores(tokens, upos, mask)
+    assert torch.allclose(final.arcs[0, :3, :4], final_alone.arcs[0], atol=1e-5)
+    assert torch.allclose(final.labels[0, :3, :4], final_alone.labels[0], atol=1e-5)
+    # log-probabilities: each word's heads and each (word, head) pair's labels sum to one
+    assert torch.allclose(final.arcs[1].exp().sum(-1), torch.ones(5), atol=1e-5)
+    assert torch.allclose(final.labels[1].exp().sum(-1), torch.ones(5, 6), atol=1e-5)
+
+
+def test_gradients_reach_relation_tables_and_scorers():
+    net = _net(iterations=1).train()
+    tokens = torch.tensor([[3, 4, 5, 6]])
+    upos = torch.tensor([[2, 3, 4, 5]])
+    mask = torch.ones_like(tokens, dtype=torch.bool)
+    heads = torch.tensor([[2, 0, 2, 3]])
+    labels = torch.tensor([[1, 0, 2, 3]])
+    out = net.arc_label_logits(tokens, mask, heads, upos=upos, init_heads=heads, init_labels=labels)
+    loss = sum(torch.nn.functional.cross_entropy(a[0], heads[0]) + torch.nn.functional.cross_entropy(l[0], labels[0])
+               for a, l in out)
+    loss.backward()
+    for name in ("encoder.layers.0.attention.rel_k.weight", "encoder.layers.0.attention.rel_v.weight",
+                 "arc.weight", "label.bilinear", "encoder.words.weight", "encoder.upos.weight"):
+        grad = dict(net.named_parameters())[name].grad
+        assert grad is not None and grad.abs().sum() > 0, name
+    assert dict(net.named_parameters())["encoder.layers.0.attention.rel_k.weight"].grad[0].eq(0).all()
+
+
+def test_refinement_stops_when_the_graph_is_unchanged():
+    net = RNGTrNetwork(RNGTrConfig(**SMALL, iterations=5), n_words=20, n_upos=6, n_labels=4).eval()
+    # zero scorers: every pass predicts ROOT heads with label 0, so the second pass repeats the first's graph
+    torch.nn.init.zeros_(net.label.linear.weight)
+    torch.nn.init.zeros_(net.label.linear.bias)
+    tokens = torch.tensor([[3, 4, 5]])
+    upos = torch.tensor([[2, 3, 4]])
+    mask = torch.ones_like(tokens, dtype=torch.bool)
+    heads = torch.tensor([[2, 0, 2]])
+    assert len(net.arc_label_logits(tokens, mask, heads, upos=upos)) == 2
+    assert net.final_scores(tokens, upos, mask).passes == 2
+    # starting from that very graph, the first pass already reproduces it
+    init = (torch.zeros_like(tokens), torch.zeros_like(tokens))
+    assert net.final_scores(tokens, upos, mask, init).passes == 1
+    # iterations 0 is SynTr alone: one pass, whatever it predicts; a parse-time override caps the passes
+    assert _net(iterations=0).final_scores(tokens, upos, mask).passes == 1
+    assert _net(iterations=3).final_scores(tokens, upos, mask, iterations=0).passes == 1
+
+
+def test_config_is_checked():
+    with pytest.raises(DepinduceError, match="rngtr: hidden_size .* multiple of n_heads"):
+        RNGTrConfig(hidden_size=10, n_heads=4)
+    with pytest.raises(DepinduceError, match="iterations must be a non-negative integer"):
+        RNGTrConfig(iterations=-1)
+    net = _net()
+    with pytest.raises(DepinduceError, match="exceeds max_positions"):
+        net.final_scores(torch.ones((1, 600), dtype=torch.long), torch.ones((1, 600), dtype=torch.long),
+                         torch.ones((1, 600), dtype=torch.bool))
+
+
+# ------------------------------------------------------------------------------------ training and parsing
+
+RECIPE = REPO / "recipes" / "rngtr-ud-cpu.yaml"
+TINY_RUN = ["model_config.hidden_size=32", "model_config.n_layers=2", "model_config.n_heads=4",
+            "model_config.ff_size=64", "model_config.arc_mlp_size=32", "model_config.label_mlp_size=16",
+            "model_config.dropout=0.0", "model_config.mlp_dropout=0.0", "model_config.iterations=2",
+            "train.epochs=6", "train.batch_tokens=300", "train.lr=1e-2", "train.warmup_steps=10"]
+
+
+def _sets(*extra: str) -> list[str]:
+    return [a for s in (*TINY_RUN, *extra) for a in ("--set", s)]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A tiny RNGTr trained with the CPU recipe's settings on a synthetic UD folder: (data folder, run)."""
+    root = tmp_path_factory.mktemp("rngtr")
+    data = make_ud_data(root / "data", n_train=240, n_dev=30)
+    run = root / "run"
+    torch.set_num_threads(1)
+    result = CliRunner().invoke(cli, ["train", "--recipe", str(RECIPE),
+                                      "--data", str(data), "--out", str(run), "--quiet", "--threads", "1",
+                                      *_sets()])
+    assert result.exit_code == 0, result.output
+    return data, run
+
+
+def _eval(gold: Path, pred: Path, *flags: str) -> dict:
+    result = CliRunner().invoke(cli, ["eval", "--gold", str(gold), "--pred", str(pred), "--json", *flags])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["metrics"]
+
+
+def test_train_parse_eval_end_to_end(trained: tuple[Path, Path], tmp_path: Path) -> None:
+    data, run = trained
+    assert (run / "tags.json").is_file()
+    assert "." in Vocab.load(run / "vocab.json").stoi  # the run's vocabulary covers punctuation (every token)
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert len(records) == 6 and all(r["dev_las"] is not None and r["dev_loss"] > 0 for r in records)
+    assert "dev_ppl" not in records[0]
+    best = max(records, key=lambda r: r["dev_las"])
+    assert best["dev_las"] > 90  # the synthetic grammar is learnable: heads and labels follow from the tags
+
+    parsed = CliRunner().invoke(cli, ["parse", "--model", str(run), "--input-format", "conllu", "--quiet",
+                                      str(data / "dev.conllu")])
+    assert parsed.exit_code == 0, parsed.output
+    pred = tmp_path / "dev.pred.conllu"
+    pred.write_text(parsed.stdout)
+    metrics = _eval(data / "dev.conllu", pred)
+    assert metrics["las"] == pytest.approx(best["dev_las"], abs=1e-9)  # the run's dev LAS = parse + eval
+    labels = {s.deprels[i] for s in read_conllu(str(pred)) for i in range(len(s))}
+    assert {"det", "nsubj", "obj", "punct"} <= labels  # labels come from the model, not root/dep
+    assert _eval(data / "dev.conllu", pred, "--keep-punct")["las"] > 90
+
+
+def test_refinement_reads_the_initial_graph(trained: tuple[Path, Path], tmp_path: Path) -> None:
+    data, run = trained
+    model = load_model(str(run))
+    sentences = read_conllu(str(data / "dev.conllu"))[:4]
+    gold = [(list(s.heads), list(s.deprels)) for s in sentences]
+    # the backend's scores are the network's last pass for the same tensors and initial graph (one pass here:
+    # with refinement, a trained model reaches the same graph from any start)
+    model.set_iterations(0)
+    scores = model.parse_sentences(sentences, gold)
+    tokens, mask = pad_batch([model.vocab.encode(s.words) for s in sentences], model.vocab.pad_index)
+    upos, _ = pad_batch([model.tags.encode_upos(s.upos) for s in sentences], 0)
+    heads, _ = pad_batch([h for h, _ in gold], -1)
+    labels, _ = pad_batch([model.tags.encode_labels(lab) for _, lab in gold], 0)
+    final = model.network.final_scores(tokens, upos, mask, (heads.masked_fill(~mask, -1), labels), iterations=0)
+    for b, s in enumerate(scores):
+        n = len(sentences[b])
+        assert torch.allclose(s.heads[1:], final.arcs[b, :n, : n + 1], atol=1e-5)
+    empty = model.parse_sentences(sentences)
+    assert not all(torch.allclose(a.heads[1:], b.heads[1:], atol=1e-4) for a, b in zip(scores, empty))
+
+    # --init FILE through the CLI: the file's graph is refined; --iterations 0 reads it once
+    runner = CliRunner()
+    rb = tmp_path / "rb.conllu"
+    rb.write_text(runner.invoke(cli, ["parse", "--model", "right-branching", "--input-format", "conllu",
+                                      "--quiet", str(data / "dev.conllu")]).stdout)
+    outputs = {}
+    for init in ("empty", "synTr", str(rb)):
+        result = runner.invoke(cli, ["parse", "--model", str(run), "--input-format", "conllu", "--quiet",
+                                     "--init", init, "--iterations", "0", str(data / "dev.conllu")])
+        assert result.exit_code == 0, result.output
+        outputs[init] = result.stdout
+    assert outputs["empty"] == outputs["synTr"]  # one network: both start from no graph
+    assert outputs[str(rb)] != outputs["empty"]
+
+
+def test_parse_errors_are_one_line(trained: tuple[Path, Path], tmp_path: Path) -> None:
+    data, run = trained
+    runner = CliRunner()
+    text = runner.invoke(cli, ["parse", "--model", str(run), "--quiet", str(data / "dev.txt")])
+    assert text.exit_code == 2 and "give CoNLL-U input" in text.output
+    no_upos = tmp_path / "no_upos.conllu"
+    no_upos.write_text("# sent_id = x\n1\tHi\thi\t_\t_\t_\t0\troot\t_\t_\n\n")
+    result = runner.invoke(cli, ["parse", "--model", str(run), "--input-format", "conllu", "--quiet",
+                                 str(no_upos)])
+    assert result.exit_code == 2 and f"{no_upos}:1: token 1 ('Hi')" in result.output and "UPOS" in result.output
+    other = tmp_path / "other.conllu"
+    other.write_text((data / "dev.conllu").read_text().replace("\t.\t", "\t!\t", 1))
+    result = runner.invoke(cli, ["parse", "--model", str(run), "--input-format", "conllu", "--quiet",
+                                 "--init", str(other), str(data / "dev.conllu")])
+    assert result.exit_code == 2 and str(other) in result.output and "differs from the input" in result.output
+    result = runner.invoke(cli, ["parse", "--model", "right-branching", "--quiet", "--init", str(other), "-"],
+                           input="A b.\n")
+    assert result.exit_code == 2 and "does not refine" in result.output
+    result = runner.invoke(cli, ["parse", "--model", "right-branching", "--quiet", "--iterations", "2", "-"],
+                           input="A b.\n")
+    assert result.exit_code == 2 and "does not refine" in result.output
+    assert all(len(r.output.strip().splitlines()) == 1 for r in (text, result))
+
+
+def test_init_train_is_read_recorded_and_resumes_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = make_ud_data(tmp_path / "data", n_train=60, n_dev=8)
+    runner = CliRunner()
+    rb = {}
+    for split in ("train", "dev"):
+        rb[split] = tmp_path / f"rb.{split}.conllu"
+        rb[split].write_text(runner.invoke(cli, ["parse", "--model", "right-branching", "--input-format",
+                                                 "conllu", "--quiet", str(data / f"{split}.conllu")]).stdout)
+    sets = [*TINY_RUN, "train.epochs=2", "train.batch_tokens=120"]
+    seen: list[list[int]] = []
+    original_hook = RNGTr.arc_label_logits
+
+    def spy(self, tokens, mask, heads, **kw):
+        if self.training:
+            assert kw["init_heads"] is not None
+            seen.extend(row[m].tolist() for row, m in zip(kw["init_heads"], mask))
+        return original_hook(self, tokens, mask, heads, **kw)
+
+    monkeypatch.setattr(RNGTr, "arc_label_logits", spy)
+    reference = tmp_path / "reference"
+    overrides = (*sets, f"train.init_train={rb['train']}", f"train.init_dev={rb['dev']}")
+    result = train(TrainOptions(data_dir=data, run_dir=reference, model="rngtr", recipe=RECIPE,
+                                overrides=overrides, threads=1, seed=2, quiet=True), log=lambda _: None)
+    assert result.reason == "completed"
+    # every training batch carried the right-branching graphs of its sentences, each sentence once per epoch
+    expected = sorted(s.heads for s in read_conllu(str(rb["train"])))
+    assert sorted(seen) == sorted(expected * 2)
+    config = (reference / "config.yaml").read_text()
+    assert str(rb["train"]) in config and str(rb["dev"]) in config
+
+    run = tmp_path / "run"
+    original = engine.Trainer._stop_reason
+    monkeypatch.setattr(engine.Trainer, "_stop_reason",
+                        lambda self: "signal" if self.progress.step == 3 else original(self))
+    stopped = train(TrainOptions(data_dir=data, run_dir=run, model="rngtr", recipe=RECIPE, overrides=overrides,
+                                 threads=1, seed=2, quiet=True), log=lambda _: None)
+    assert stopped.reason == "signal" and stopped.step == 3
+    monkeypatch.setattr(engine.Trainer, "_stop_reason", original)
+    resumed = train(TrainOptions(data_dir=data, run_dir=run, resume=True, threads=1, quiet=True), log=lambda _: None)
+    assert resumed.step == result.step
+    a = torch.load(reference / "last.pt", map_location="cpu", weights_only=True)["model"]
+    b = torch.load(run / "last.pt", map_location="cpu", weights_only=True)["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+    wrong = tmp_path / "wrong.conllu"
+    wrong.write_text(rb["dev"].read_text())
+    with pytest.raises(InputError, match="sentences"):
+        train(TrainOptions(data_dir=data, run_dir=tmp_path / "bad", model="rngtr", recipe=RECIPE, quiet=True,
+                           overrides=(*sets, f"train.init_train={wrong}")), log=lambda _: None)
+
+
+def _head_of(path: Path, n: int, out: Path) -> None:
+    """The first ``n`` sentences of a CoNLL-U file."""
+    blocks = path.read_text(encoding="utf-8").split("\n\n")[:n]
+    out.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
+
+
+def test_ewt_slice_output_passes_the_ud_validator_and_scorer(ewt_dir: Path, tmp_path: Path) -> None:
+    """Real UD data: a slice of EWT trained for one epoch; the labelled output is valid UD (udvalidate level 2)
+    and the official CoNLL 2018 scorer's LAS equals `depinduce eval --keep-punct`."""
+    if shutil.which("udvalidate") is None or shutil.which("udeval") is None:
+        pytest.skip("udtools (udvalidate, udeval) is not installed")
+    treebank = tmp_path / "tb"
+    treebank.mkdir()
+    _head_of(ewt_dir / "en_ewt-ud-train.conllu", 200, treebank / "en_ewt-ud-train.conllu")
+    _head_of(ewt_dir / "en_ewt-ud-dev.conllu", 30, treebank / "en_ewt-ud-dev.conllu")
+    runner = CliRunner()
+    data, run = tmp_path / "data", tmp_path / "run"
+    assert runner.invoke(cli, ["preprocess", "ud", "--treebank", str(treebank), "--out", str(data),
+                               "--quiet"]).exit_code == 0
+    trained = runner.invoke(cli, ["train", "--recipe", str(RECIPE), "--data", str(data), "--out", str(run),
+                                  "--quiet", "--threads", "1", *_sets("train.epochs=1")])
+    assert trained.exit_code == 0, trained.output
+    parsed = runner.invoke(cli, ["parse", "--model", str(run), "--input-format", "conllu", "--quiet",
+                                 str(data / "dev.conllu")])
+    assert parsed.exit_code == 0, parsed.output
+    pred = tmp_path / "dev.pred.conllu"
+    pred.write_text(parsed.stdout, encoding="utf-8")
+    check = subprocess.run(["udvalidate", "--lang", "ud", "--level", "2", str(pred)], capture_output=True,
+                           text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    official = subprocess.run(["udeval", str(data / "dev.conllu"), str(pred)], capture_output=True, text=True)
+    assert official.returncode == 0, official.stderr
+    las = float(re.search(r"LAS F1 Score: ([0-9.]+)", official.stdout).group(1))
+    ours = _eval(data / "dev.conllu", pred, "--keep-punct")["las"]
+    assert ours == pytest.approx(las, abs=0.006) and ours > 0  # udeval prints two decimals
+
+
+def test_warm_start_loads_another_runs_weights(trained: tuple[Path, Path], tmp_path: Path) -> None:
+    data, source = trained
+    runner = CliRunner()
+    run = tmp_path / "warm"
+    # a learning rate too small to move the weights: the first evaluation scores the source model itself
+    result = runner.invoke(cli, ["train", "--recipe", str(RECIPE), "--data", str(data), "--out", str(run),
+                                 "--quiet", "--threads", "1", "--warm-start", str(source),
+                                 *_sets("train.epochs=1", "train.lr=1e-12")])
+    assert result.exit_code == 0, result.output
+    best = max(json.loads(line)["dev_las"] for line in (source / "metrics.jsonl").read_text().splitlines())
+    first = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
+    assert first["dev_las"] == pytest.approx(best, abs=1e-9)
+    assert str(source.resolve()) in (run / "config.yaml").read_text()
+
+    other = make_ud_data(tmp_path / "other", n_train=50, n_dev=5, seed=7)  # another corpus: another vocabulary
+    result = runner.invoke(cli, ["train", "--recipe", str(RECIPE), "--data", str(other), "--out",
+                                 str(tmp_path / "bad"), "--quiet", "--threads", "1", "--warm-start", str(source),
+                                 *_sets("train.epochs=1")])
+    assert result.exit_code == 2 and "vocab.json: differs from this run's" in result.output
