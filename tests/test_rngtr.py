@@ -14,6 +14,7 @@ import torch
 from click.testing import CliRunner
 
 from depinduce.cli.main import cli
+from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
 from depinduce.errors import DepinduceError, InputError
 from depinduce.io.conllu_format import read_conllu
@@ -388,3 +389,87 @@ def test_warm_start_loads_another_runs_weights(trained: tuple[Path, Path], tmp_p
                                  str(tmp_path / "bad"), "--quiet", "--threads", "1", "--warm-start", str(source),
                                  *_sets("train.epochs=1")])
     assert result.exit_code == 2 and "vocab.json: differs from this run's" in result.output
+
+
+# ------------------------------------------------------------------------ optional BERT-initialised encoder
+
+PIECES = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "an", "dog", "cat", "saw", "near", "with",
+          ".", "##s", "big", "small", "man", "wo", "##man", "child", "red", "old", "car", "house", "tree", "river",
+          "city", "book", "in", "under", "liked", "chased", "found", "heard", "took", "made", "knew", "bird"]
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A randomly initialised 2-layer BERT saved as a local HuggingFace folder (built here, never downloaded)."""
+    transformers = pytest.importorskip("transformers", reason="the BERT encoder path needs 'transformers'")
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    (folder / "vocab.txt").write_text("\n".join(PIECES) + "\n")
+    tokenizer = transformers.BertTokenizer(str(folder / "vocab.txt"), do_lower_case=True)
+    config = transformers.BertConfig(vocab_size=len(PIECES), hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    return folder
+
+
+def test_bert_encoder_reproduces_bert_and_decodes_first_pieces(tiny_bert: Path) -> None:
+    import transformers
+
+    tags = TagVocab(["DET", "NOUN", "VERB"], ["det", "nsubj", "root"])
+    model = RNGTr(RNGTrConfig(encoder_path=str(tiny_bert), dropout=0.0), Vocab.build([["the"]], min_freq=1), tags)
+    model.eval()
+    assert model.config.hidden_size == 32 and model.config.n_layers == 2  # the shape comes from the BERT
+    words = [["The", "woman", "chased", "birds", "."], ["A", "dog"]]
+    pieces = model.word_inputs(words)
+    assert pieces["piece_first"].tolist() == [[1, 2, 4, 5, 7], [1, 2, 0, 0, 0]]  # wo ##man, bird ##s
+    assert pieces["piece_word"][0].tolist() == [-1, 0, 1, 1, 2, 3, 3, 4, -1]
+    torch.nn.init.zeros_(model.network.encoder.upos.weight)  # no UPOS, no graph: exactly BERT
+    tokens = torch.zeros((2, 5), dtype=torch.long)
+    mask = torch.tensor([[True] * 5, [True, True, False, False, False]])
+    with torch.no_grad():
+        ours = model.network.encoder(tokens, torch.ones_like(tokens), mask, None, pieces)
+        bert = transformers.AutoModel.from_pretrained(str(tiny_bert), local_files_only=True).eval()
+        states = bert(input_ids=pieces["piece_ids"], attention_mask=pieces["piece_mask"].long()).last_hidden_state
+    where = torch.cat([torch.zeros((2, 1), dtype=torch.long), pieces["piece_first"]], dim=1)
+    expected = states.gather(1, where[..., None].expand(-1, -1, 32))
+    assert torch.allclose(ours[0], expected[0], atol=1e-5) and torch.allclose(ours[1, :3], expected[1, :3], atol=1e-5)
+    # a graph connects the words' first pieces: the relation changes the states
+    graph = relation_ids(torch.tensor([[2, 3, 0, 3, 3]]), torch.tensor([[1, 2, 3, 1, 1]]), mask[:1], 4)
+    with torch.no_grad():
+        model.network.encoder.layers[0].attention.rel_k.weight.normal_()
+        conditioned = model.network.encoder(tokens[:1], torch.ones_like(tokens[:1]), mask[:1], graph,
+                                            {k: v[:1] for k, v in pieces.items()})
+    assert not torch.allclose(conditioned, ours[:1], atol=1e-3)
+
+
+def test_bert_encoder_trains_and_parses(tiny_bert: Path, tmp_path: Path) -> None:
+    data = make_ud_data(tmp_path / "data", n_train=60, n_dev=8)
+    run = tmp_path / "run"
+    runner = CliRunner()
+    trained = runner.invoke(cli, ["train", "--recipe", str(RECIPE), "--data", str(data), "--out", str(run),
+                                  "--quiet", "--threads", "1", "--encoder-path", str(tiny_bert),
+                                  *_sets("train.epochs=1", "train.batch_tokens=200")])
+    assert trained.exit_code == 0, trained.output
+    assert f"encoder_path: {tiny_bert.resolve()}" in (run / "config.yaml").read_text()
+    parsed = runner.invoke(cli, ["parse", "--model", str(run), "--input-format", "conllu", "--quiet",
+                                 str(data / "dev.conllu")])
+    assert parsed.exit_code == 0, parsed.output
+    assert parsed.stdout.count("# sent_id") == 8
+
+
+def test_encoder_path_without_transformers_is_a_one_line_error(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    real = importlib.import_module
+    monkeypatch.setattr(importlib, "import_module",
+                        lambda name, *a: (_ for _ in ()).throw(ImportError(name)) if name == "transformers"
+                        else real(name, *a))
+    folder = tmp_path / "bert"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    with pytest.raises(DepinduceError, match="needs the 'transformers' package"):
+        RNGTr(RNGTrConfig(encoder_path=str(folder)), Vocab.build([["a"]], min_freq=1), TagVocab(["X"], ["dep"]))
+    with pytest.raises(DepinduceError, match="not a local HuggingFace model folder"):
+        RNGTr(RNGTrConfig(encoder_path=str(tmp_path)), Vocab.build([["a"]], min_freq=1), TagVocab(["X"], ["dep"]))

@@ -38,17 +38,22 @@ from depinduce.training.engine import TrainOptions, train
 @click.option("--warm-start", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
               metavar="RUN_DIR", help="Start from another run's model.pt (same backend, same data folder), e.g. "
                                       "RNGTr from a trained SynTr.")
+@click.option("--encoder-path", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              metavar="DIR", help="RNGTr: initialise the encoder from a local HuggingFace BERT folder (needs the "
+                                  "'transformers' package; nothing is downloaded).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summaries on stderr.")
 @click.option("--force", is_flag=True, help="Start over in an existing run directory (its run files are replaced).")
 def train_command(model: str | None, data_dir: Path, run_dir: Path, recipe: Path | None, overrides: tuple[str, ...],
                   device: str, threads: int | None, seed: int | None, resume: bool, max_time: float | None,
-                  init_train: Path | None, init_dev: Path | None, warm_start: Path | None, quiet: bool,
-                  force: bool) -> None:
+                  init_train: Path | None, init_dev: Path | None, warm_start: Path | None,
+                  encoder_path: Path | None, quiet: bool, force: bool) -> None:
     """Train a neural backend on a preprocessed data folder."""
     # recorded in config.yaml as train.init_train/init_dev/warm_start (absolute paths), so a run says what it read
     for key, path in (("init_train", init_train), ("init_dev", init_dev), ("warm_start", warm_start)):
         if path is not None:
             overrides = (*overrides, f"train.{key}={path.resolve()}")
+    if encoder_path is not None:
+        overrides = (*overrides, f"model_config.encoder_path={encoder_path.resolve()}")
     train(TrainOptions(data_dir=data_dir, run_dir=run_dir, model=model, recipe=recipe, overrides=overrides,
                        device=device, threads=threads, seed=seed, resume=resume, max_time=max_time, quiet=quiet,
                        force=force))

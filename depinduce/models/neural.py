@@ -148,6 +148,11 @@ class NeuralBackend(Backend, torch.nn.Module):
         """An extra training-loss term the engine adds (None: nothing to add)."""
         return None
 
+    def word_inputs(self, forms: Sequence[Sequence[str]]) -> dict[str, torch.Tensor]:
+        """Extra batch tensors computed from the original word forms (none by default; RNGTr's word pieces when
+        its encoder is a BERT): the engine adds them to supervised batches, the backend to its parse inputs."""
+        return {}
+
 
 class MaskedLMBackend(NeuralBackend):
     """A backend trained by the engine's masked-LM objective (StructFormer, UDGN, Probabilistic Transformer)."""

@@ -525,7 +525,7 @@ class Trainer:
     def _gold_inputs(self, rows: list[GoldRow], initial, indices) -> dict[str, torch.Tensor]:
         """Prepared supervised inputs for the gold rows ``indices`` (with their initial graphs when given)."""
         batch = collate_gold([rows[i] for i in indices], self.vocab.pad_index,
-                             None if initial is None else [initial[i] for i in indices])
+                             None if initial is None else [initial[i] for i in indices], self.model.word_inputs)
         tokens, mask = batch.pop("tokens"), batch.pop("mask")
         return self.objective.prepare(tokens, mask, generator=self.mask_generator, **batch)
 

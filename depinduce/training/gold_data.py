@@ -18,7 +18,7 @@ normalisation and ``min_freq``) over every token of ``train.conllu``.  UPOS tags
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,7 @@ class GoldRow:
     upos: list[int]
     heads: list[int]
     labels: list[int]
+    forms: list[str]  # the original word forms (a BERT encoder splits them into word pieces)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -85,7 +86,7 @@ def to_rows(sentences: Sequence[Sentence], vocab: Vocab, tags: TagVocab) -> list
     """Index rows of gold sentences."""
     return [
         GoldRow(vocab.encode(s.words), tags.encode_upos(s.upos or []), list(s.heads or []),
-                tags.encode_labels(s.deprels or []))
+                tags.encode_labels(s.deprels or []), list(s.words))
         for s in sentences
     ]
 
@@ -126,9 +127,12 @@ def read_initial_graphs(path: str | Path, sentences: Sequence[Sentence], tags: T
 
 
 def collate_gold(rows: Sequence[GoldRow], pad_index: int,
-                 initial: Sequence[tuple[Sequence[int], Sequence[int]]] | None = None) -> dict[str, torch.Tensor]:
+                 initial: Sequence[tuple[Sequence[int], Sequence[int]]] | None = None,
+                 word_inputs: Callable[[list[list[str]]], dict[str, torch.Tensor]] | None = None
+                 ) -> dict[str, torch.Tensor]:
     """Padded (B, T) tensors ``tokens``, ``mask``, ``upos``, ``heads``, ``labels`` (padding: 0 everywhere, masked
-    out of every loss), plus ``init_heads``/``init_labels`` when ``initial`` graphs are given."""
+    out of every loss), plus ``init_heads``/``init_labels`` when ``initial`` graphs are given and the tensors
+    ``word_inputs`` makes from the rows' word forms (a model's :meth:`word_inputs` hook)."""
     tokens, mask = pad_batch([r.words for r in rows], pad_index)
     upos, _ = pad_batch([r.upos for r in rows], TagVocab.upos_pad_index)
     heads, _ = pad_batch([r.heads for r in rows], 0)
@@ -139,4 +143,6 @@ def collate_gold(rows: Sequence[GoldRow], pad_index: int,
             raise DepinduceError("collate_gold: one initial graph per row is needed")
         batch["init_heads"], _ = pad_batch([h for h, _ in initial], 0)
         batch["init_labels"], _ = pad_batch([lab for _, lab in initial], 0)
+    if word_inputs is not None:
+        batch.update(word_inputs([r.forms for r in rows]))
     return batch

@@ -229,7 +229,8 @@ class HeadsAndLabels(Objective):
     """Supervised heads + labels (RNGTr/SynTr): cross-entropy on each word's head and on its label at the gold
     head, averaged over refinement iterations.  Batches come from :func:`~.gold_data.collate_gold`: ``heads``
     (B, T) in 0..n (0 = ROOT), ``labels`` and ``upos`` (B, T) ids, and optionally the initial graph of each
-    sentence (``init_heads``/``init_labels``, from ``--init-train``).  The loss counts every token, punctuation
+    sentence (``init_heads``/``init_labels``, from ``--init-train``) and the model's ``word_inputs`` (``piece_*``
+    word pieces of a BERT-initialised encoder).  The loss counts every token, punctuation
     included, and reports the summed NLL per token (head + label) so dev loss is exact over a corpus."""
 
     name = "supervised"
@@ -245,14 +246,14 @@ class HeadsAndLabels(Objective):
         missing = [k for k in self._GOLD if gold.get(k) is None]
         if missing:
             raise DepinduceError(f"the supervised objective needs batches with gold {', '.join(missing)}")
-        unknown = sorted(set(gold) - set(self._GOLD) - set(self._OPTIONAL))
+        unknown = sorted(k for k in set(gold) - set(self._GOLD) - set(self._OPTIONAL) if not k.startswith("piece_"))
         if unknown:
             raise DepinduceError(f"the supervised objective does not take {', '.join(unknown)}")
         return {"tokens": tokens, "mask": mask, **{k: v for k, v in gold.items() if v is not None}}
 
-    def compute(self, model, *, tokens, mask, heads, labels, upos, init_heads=None, init_labels=None):
+    def compute(self, model, *, tokens, mask, heads, labels, upos, init_heads=None, init_labels=None, **pieces):
         iterations = model.arc_label_logits(tokens, mask, heads, upos=upos, init_heads=init_heads,
-                                            init_labels=init_labels)
+                                            init_labels=init_labels, **pieces)
         if not iterations:
             raise DepinduceError("arc_label_logits returned no iteration")
         count = mask.sum()

@@ -8,6 +8,7 @@ and says so.  A run trained with ``iterations: 0`` is SynTr.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -20,6 +21,7 @@ from depinduce.errors import DepinduceError
 from depinduce.io.initial_graphs import InitialGraph
 from depinduce.models.base import Capabilities, ParseScores
 from depinduce.models.neural import NeuralBackend, pad_batch
+from depinduce.models.rngtr.bert import PieceTokenizer, bert_architecture, bert_state, copy_bert_weights
 from depinduce.models.rngtr.config import RNGTrConfig
 from depinduce.models.rngtr.model import FinalScores, Graph, RNGTrNetwork
 
@@ -36,9 +38,16 @@ class RNGTr(NeuralBackend):
     needs_tags: ClassVar[bool] = True
 
     def __init__(self, config: RNGTrConfig, vocab: Vocab, tags: TagVocab) -> None:
+        self.pieces: PieceTokenizer | None = None
+        if config.encoder_path is not None:  # a BERT's shape and word pieces (its weights: copied below)
+            self.pieces = PieceTokenizer(config.encoder_path)
+            config = dataclasses.replace(config, **bert_architecture(config.encoder_path))
         super().__init__(config, vocab)
         self.tags = tags
-        self.network = RNGTrNetwork(config, len(vocab), tags.n_upos, tags.n_labels, vocab.pad_index)
+        self.network = RNGTrNetwork(config, len(vocab), tags.n_upos, tags.n_labels, vocab.pad_index,
+                                    n_pieces=None if self.pieces is None else self.pieces.vocab_size)
+        if config.encoder_path is not None:  # a trained run's model.pt replaces these when it is loaded
+            copy_bert_weights(self.network.encoder, bert_state(config.encoder_path))
         self.iterations: int | None = None  # parse-time override of config.iterations
         self.last_passes = 0  # passes of the latest batch (speed reports)
 
@@ -46,9 +55,14 @@ class RNGTr(NeuralBackend):
 
     def arc_label_logits(self, tokens: torch.Tensor, mask: torch.Tensor, heads: torch.Tensor, *,
                          upos: torch.Tensor, init_heads: torch.Tensor | None = None,
-                         init_labels: torch.Tensor | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
+                         init_labels: torch.Tensor | None = None, **pieces: torch.Tensor
+                         ) -> list[tuple[torch.Tensor, torch.Tensor]]:
         return self.network.arc_label_logits(tokens, mask, heads, upos=upos, init_heads=init_heads,
-                                             init_labels=init_labels)
+                                             init_labels=init_labels, **pieces)
+
+    def word_inputs(self, forms: Sequence[Sequence[str]]) -> dict[str, torch.Tensor]:
+        """The word pieces of a BERT-initialised encoder (nothing for the default encoder)."""
+        return {} if self.pieces is None else self.pieces.encode(forms)
 
     # ------------------------------------------------------------------------------------------------ parsing
 
@@ -58,12 +72,14 @@ class RNGTr(NeuralBackend):
         self.iterations = iterations
 
     def score_tensors(self, tokens: torch.Tensor, mask: torch.Tensor, *, upos: torch.Tensor | None = None,
-                      init: Graph | None = None) -> list[ParseScores]:
+                      init: Graph | None = None, pieces: dict[str, torch.Tensor] | None = None
+                      ) -> list[ParseScores]:
         """Per sentence of n tokens: ``heads`` (n+1)×(n+1) arc log-probabilities (row 0 −inf) and ``labels``
         (n+1)×(n+1)×L label log-probabilities, from the last refinement pass."""
         if upos is None:
             raise DepinduceError("rngtr reads UPOS tags with the words: parse CoNLL-U input with a UPOS column")
-        final: FinalScores = self.network.final_scores(tokens, upos, mask, init, iterations=self.iterations)
+        final: FinalScores = self.network.final_scores(tokens, upos, mask, init, iterations=self.iterations,
+                                                       pieces=pieces or None)
         self.last_passes = final.passes
         names = self.tags.decode_labels(range(self.tags.n_labels))
         out = []
@@ -88,13 +104,15 @@ class RNGTr(NeuralBackend):
         tokens, mask = pad_batch([self.vocab.encode(s.words) for s in sentences], self.vocab.pad_index)
         upos, _ = pad_batch([self.tags.encode_upos(s.upos or []) for s in sentences], TagVocab.upos_pad_index)
         graph = None if init is None else self._initial_graph(init, tokens.shape[1])
+        pieces = self.word_inputs([s.words for s in sentences])
         was_training = self.training
         self.eval()
         try:
             with torch.inference_mode():
                 device = self.device
                 return self.score_tensors(tokens.to(device), mask.to(device), upos=upos.to(device),
-                                          init=None if graph is None else (graph[0].to(device), graph[1].to(device)))
+                                          init=None if graph is None else (graph[0].to(device), graph[1].to(device)),
+                                          pieces={k: v.to(device) for k, v in pieces.items()})
         finally:
             self.train(was_training)
 

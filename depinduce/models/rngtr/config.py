@@ -30,6 +30,10 @@ class RNGTrConfig:
     iterations: int = 3
     max_positions: int = 512
     positions: bool = True
+    # A local HuggingFace BERT folder (`train --encoder-path DIR`): the encoder starts from its weights and reads
+    # word pieces (see bert.py); hidden_size, n_layers, n_heads, ff_size and max_positions then come from it.
+    encoder_path: str | None = None
+    layer_norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
         check = ConfigChecks("rngtr", self)
@@ -37,6 +41,10 @@ class RNGTrConfig:
                             "max_positions")
         check.probabilities("dropout", "mlp_dropout")
         check.booleans("positions")
+        check.need(self.encoder_path is None or isinstance(self.encoder_path, str),
+                   f"encoder_path must be a folder path, not {self.encoder_path!r}")
+        check.need(isinstance(self.layer_norm_eps, float) and self.layer_norm_eps > 0,
+                   f"layer_norm_eps must be a positive number, not {self.layer_norm_eps!r}")
         check.need(isinstance(self.iterations, int) and not isinstance(self.iterations, bool)
                    and self.iterations >= 0, f"iterations must be a non-negative integer, not {self.iterations!r}")
         check.need(self.hidden_size % self.n_heads == 0,

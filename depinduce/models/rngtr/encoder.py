@@ -22,10 +22,10 @@ class EncoderLayer(nn.Module):
     def __init__(self, config: RNGTrConfig, n_relations: int) -> None:
         super().__init__()
         self.attention = GraphAttention(config.hidden_size, config.n_heads, n_relations, config.dropout)
-        self.norm1 = nn.LayerNorm(config.hidden_size)
+        self.norm1 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.ffn = nn.Sequential(nn.Linear(config.hidden_size, config.ff_size), nn.GELU(),
                                  nn.Linear(config.ff_size, config.hidden_size))
-        self.norm2 = nn.LayerNorm(config.hidden_size)
+        self.norm2 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, relations: torch.Tensor | None) -> torch.Tensor:
@@ -34,23 +34,40 @@ class EncoderLayer(nn.Module):
 
 
 class GraphEncoder(nn.Module):
-    """Hidden states (B, T+1, H) of ``<ROOT>`` + words given words, UPOS and an optional graph."""
+    """Hidden states (B, T+1, H) of ``<ROOT>`` + words given words, UPOS and an optional graph.
 
-    def __init__(self, config: RNGTrConfig, n_words: int, n_upos: int, n_labels: int, pad_index: int) -> None:
+    With ``n_pieces`` (a BERT-initialised encoder, see :mod:`.bert`) the layers run over word pieces: ``[CLS]``
+    is ``<ROOT>``, each word's UPOS is added to all its pieces, the graph connects first pieces, and the states
+    of ``[CLS]`` and of each word's first piece are returned.
+    """
+
+    def __init__(self, config: RNGTrConfig, n_words: int, n_upos: int, n_labels: int, pad_index: int,
+                 *, n_pieces: int | None = None) -> None:
         super().__init__()
         self.config = config
-        self.words = nn.Embedding(n_words, config.hidden_size, padding_idx=pad_index)
+        self.piece_mode = n_pieces is not None
+        self.words = nn.Embedding(n_pieces if n_pieces is not None else n_words, config.hidden_size,
+                                  padding_idx=None if self.piece_mode else pad_index)
         self.upos = nn.Embedding(n_upos, config.hidden_size, padding_idx=0)
-        self.root = nn.Parameter(torch.randn(config.hidden_size) * 0.02)
-        self.positions = nn.Embedding(config.max_positions, config.hidden_size) if config.positions else None
-        self.norm = nn.LayerNorm(config.hidden_size)
+        if self.piece_mode:
+            self.token_type = nn.Parameter(torch.zeros(config.hidden_size))
+        else:
+            self.root = nn.Parameter(torch.randn(config.hidden_size) * 0.02)
+        self.positions = (nn.Embedding(config.max_positions, config.hidden_size)
+                          if config.positions or self.piece_mode else None)
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
         n_relations = 2 * n_labels + 1
         self.layers = nn.ModuleList(EncoderLayer(config, n_relations) for _ in range(config.n_layers))
 
     def forward(self, tokens: torch.Tensor, upos: torch.Tensor, mask: torch.Tensor,
-                relations: torch.Tensor | None) -> torch.Tensor:
-        """``tokens``/``upos``/``mask`` (B, T) over words; ``relations`` (B, T+1, T+1) or None (no graph)."""
+                relations: torch.Tensor | None, pieces: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+        """``tokens``/``upos``/``mask`` (B, T) over words; ``relations`` (B, T+1, T+1) or None (no graph);
+        ``pieces``: the word pieces of :meth:`.bert.PieceTokenizer.encode` (piece mode only)."""
+        if self.piece_mode:
+            if pieces is None:
+                raise DepinduceError("rngtr: a BERT-initialised encoder needs the word pieces of its input")
+            return self._pieces_forward(upos, relations, pieces)
         B, T = tokens.shape
         if T + 1 > self.config.max_positions:
             raise DepinduceError(f"rngtr: a sentence of {T} tokens exceeds max_positions "
@@ -64,3 +81,25 @@ class GraphEncoder(nn.Module):
         for layer in self.layers:
             x = layer(x, full_mask, relations)
         return x
+
+    def _pieces_forward(self, upos: torch.Tensor, relations: torch.Tensor | None,
+                        pieces: dict[str, torch.Tensor]) -> torch.Tensor:
+        ids, piece_mask, owner, first = (pieces["piece_ids"], pieces["piece_mask"], pieces["piece_word"],
+                                         pieces["piece_first"])
+        B, P = ids.shape
+        if P > self.config.max_positions:
+            raise DepinduceError(f"rngtr: a sentence of {P} word pieces exceeds the encoder's "
+                                 f"{self.config.max_positions} positions")
+        piece_upos = upos.gather(1, owner.clamp(min=0)).masked_fill(owner < 0, 0)  # UPOS 0 = padding: no vector
+        x = self.words(ids) + self.upos(piece_upos) + self.positions.weight[:P] + self.token_type
+        x = self.dropout(self.norm(x))
+        # word position w (0 = ROOT) -> its piece: [CLS] for ROOT, the first piece for a word
+        where = torch.cat([first.new_zeros((B, 1)), first], dim=1)
+        piece_relations = None
+        if relations is not None:
+            piece_relations = torch.zeros((B, P, P), dtype=relations.dtype, device=relations.device)
+            b, i, j = relations.nonzero(as_tuple=True)
+            piece_relations[b, where[b, i], where[b, j]] = relations[b, i, j]
+        for layer in self.layers:
+            x = layer(x, piece_mask, piece_relations)
+        return x.gather(1, where[..., None].expand(-1, -1, x.shape[-1]))

@@ -26,6 +26,7 @@ from depinduce.models.rngtr.encoder import GraphEncoder
 from depinduce.models.rngtr.scorers import ArcScorer, LabelScorer
 
 Graph = tuple[torch.Tensor, torch.Tensor]  # heads (B, T) in 0..T (negative = no arc), label ids (B, T)
+Pieces = dict[str, torch.Tensor]  # word pieces of a BERT-initialised encoder (bert.PieceTokenizer.encode)
 
 
 @dataclass
@@ -41,19 +42,20 @@ class FinalScores:
 class RNGTrNetwork(nn.Module):
     """The torch module behind the ``rngtr`` backend (``iterations: 0`` = SynTr)."""
 
-    def __init__(self, config: RNGTrConfig, n_words: int, n_upos: int, n_labels: int, pad_index: int = 0) -> None:
+    def __init__(self, config: RNGTrConfig, n_words: int, n_upos: int, n_labels: int, pad_index: int = 0,
+                 *, n_pieces: int | None = None) -> None:
         super().__init__()
         self.config = config
         self.n_labels = n_labels
-        self.encoder = GraphEncoder(config, n_words, n_upos, n_labels, pad_index)
+        self.encoder = GraphEncoder(config, n_words, n_upos, n_labels, pad_index, n_pieces=n_pieces)
         self.arc = ArcScorer(config.hidden_size, config.arc_mlp_size, config.mlp_dropout)
         self.label = LabelScorer(config.hidden_size, config.label_mlp_size, n_labels, config.mlp_dropout)
 
-    def encode(self, tokens: torch.Tensor, upos: torch.Tensor, mask: torch.Tensor, graph: Graph | None
-               ) -> torch.Tensor:
+    def encode(self, tokens: torch.Tensor, upos: torch.Tensor, mask: torch.Tensor, graph: Graph | None,
+               pieces: Pieces | None = None) -> torch.Tensor:
         """Hidden states (B, T+1, H) of one pass conditioned on ``graph`` (None: no graph)."""
         relations = None if graph is None else relation_ids(graph[0], graph[1], mask, self.n_labels)
-        return self.encoder(tokens, upos, mask, relations)
+        return self.encoder(tokens, upos, mask, relations, pieces)
 
     def _argmax_graph(self, hidden: torch.Tensor, arc: torch.Tensor) -> Graph:
         heads = arc.argmax(dim=-1)
@@ -66,13 +68,14 @@ class RNGTrNetwork(nn.Module):
             return False
         return bool(((graph[0] == new[0]) & (graph[1] == new[1]) | ~mask).all())
 
-    def _passes(self, tokens, upos, mask, init: Graph | None, iterations: int | None = None):
+    def _passes(self, tokens, upos, mask, init: Graph | None, iterations: int | None = None,
+                pieces: Pieces | None = None):
         """Yield (hidden, arc) per pass, following the refinement schedule (``iterations`` overrides the
         configured T) and the early stop."""
         last = self.config.iterations if iterations is None else iterations
         graph = init
         for step in range(last + 1):
-            hidden = self.encode(tokens, upos, mask, graph)
+            hidden = self.encode(tokens, upos, mask, graph, pieces)
             arc = self.arc(hidden, mask)
             yield hidden, arc
             if step == last:
@@ -85,19 +88,23 @@ class RNGTrNetwork(nn.Module):
 
     def arc_label_logits(self, tokens: torch.Tensor, mask: torch.Tensor, heads: torch.Tensor, *,
                          upos: torch.Tensor, init_heads: torch.Tensor | None = None,
-                         init_labels: torch.Tensor | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
+                         init_labels: torch.Tensor | None = None, **pieces: torch.Tensor
+                         ) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """The supervised objective's hook: per pass (arc (B, T, T+1), label logits (B, T, L) at the gold
-        ``heads``).  Intermediate graphs are argmax decisions, so no gradient flows between passes."""
+        ``heads``).  Intermediate graphs are argmax decisions, so no gradient flows between passes.
+        ``pieces``: word-piece tensors for a BERT-initialised encoder."""
         init = None if init_heads is None else (init_heads, init_labels if init_labels is not None
                                                 else torch.zeros_like(init_heads))
-        return [(arc, self.label.at_heads(hidden, heads)) for hidden, arc in self._passes(tokens, upos, mask, init)]
+        return [(arc, self.label.at_heads(hidden, heads))
+                for hidden, arc in self._passes(tokens, upos, mask, init, pieces=pieces or None)]
 
     @torch.no_grad()
     def final_scores(self, tokens: torch.Tensor, upos: torch.Tensor, mask: torch.Tensor,
-                     init: Graph | None = None, *, iterations: int | None = None) -> FinalScores:
+                     init: Graph | None = None, *, iterations: int | None = None,
+                     pieces: Pieces | None = None) -> FinalScores:
         """Refine, then score the last pass for the shared decoders (MST with one root by default)."""
         passes = 0
-        for hidden, arc in self._passes(tokens, upos, mask, init, iterations):
+        for hidden, arc in self._passes(tokens, upos, mask, init, iterations, pieces):
             passes += 1
         arcs = F.log_softmax(arc.float(), dim=-1)
         labels = F.log_softmax(self.label.all_pairs(hidden).float(), dim=-1)
