@@ -9,12 +9,12 @@ label classifier has ``len(labels)`` classes and can never be right on it.  Labe
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from os import PathLike
 from pathlib import Path
 
+from depinduce.data.files import read_format_json, to_json_text
 from depinduce.data.sentence import Sentence
 from depinduce.errors import DepinduceError, InputError
 
@@ -76,7 +76,7 @@ class TagVocab:
         return {"format": FORMAT, "version": VERSION, "upos": self.upos_itos[2:], "labels": self.label_itos[1:]}
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=1) + "\n"
+        return to_json_text(self.to_dict())
 
     def save(self, path: str | PathLike[str]) -> None:
         Path(path).write_text(self.to_json(), encoding="utf-8")
@@ -84,18 +84,7 @@ class TagVocab:
     @classmethod
     def load(cls, path: str | PathLike[str]) -> "TagVocab":
         """Read a saved tag vocabulary; a missing or malformed file is a one-line error naming it."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise DepinduceError(f"{path}: cannot read tag vocabulary ({exc.strerror or exc})") from exc
-        except UnicodeDecodeError:
-            raise InputError(path, None, "tag vocabulary is not valid UTF-8") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise InputError(path, None, f"not a depinduce tag vocabulary (no \"format\": \"{FORMAT}\")")
+        data = read_format_json(path, "tag vocabulary", FORMAT)
         for key in ("upos", "labels"):
             value = data.get(key)
             if not isinstance(value, list) or not all(isinstance(t, str) for t in value):

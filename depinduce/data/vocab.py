@@ -8,12 +8,12 @@ way before lookup.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from os import PathLike
 from pathlib import Path
 
+from depinduce.data.files import read_format_json, to_json_text
 from depinduce.data.normalize import Normalization
 from depinduce.errors import DepinduceError, InputError
 
@@ -115,7 +115,7 @@ class Vocab:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=1) + "\n"
+        return to_json_text(self.to_dict())
 
     def save(self, path: str | PathLike[str]) -> None:
         Path(path).write_text(self.to_json(), encoding="utf-8")
@@ -123,18 +123,7 @@ class Vocab:
     @classmethod
     def load(cls, path: str | PathLike[str]) -> "Vocab":
         """Read ``vocab.json``; a malformed file is a one-line error naming it."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise DepinduceError(f"{path}: cannot read vocabulary ({exc.strerror or exc})") from exc
-        except UnicodeDecodeError:
-            raise InputError(path, None, "vocabulary is not valid UTF-8") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise InputError(path, None, f"not a depinduce vocabulary (no \"format\": \"{FORMAT}\")")
+        data = read_format_json(path, "vocabulary", FORMAT)
         words = data.get("words")
         if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
             raise InputError(path, None, "\"words\" must be a list of strings")

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 import yaml
 
+from depinduce.data.files import read_text_file
 from depinduce.errors import DepinduceError, InputError
 
 SelectMetric = Literal[
@@ -290,12 +291,7 @@ TOP_KEYS = ("model", "model_config", "train")
 def load_recipe(path: str | Path) -> dict[str, Any]:
     """Read a recipe file into its raw mapping (``model`` / ``model_config`` / ``train``), checking its shape."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DepinduceError(f"{path}: cannot read recipe ({exc.strerror or exc})") from exc
-    except UnicodeDecodeError:
-        raise InputError(path, None, "recipe is not valid UTF-8") from None
+    text = read_text_file(path, "recipe")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
