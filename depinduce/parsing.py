@@ -124,6 +124,13 @@ def check_request(backend: Backend, request: ParseRequest) -> None:
         raise DepinduceError(f"model '{backend.name}' produces neither dependencies nor constituency")
 
 
+def check_refines(backend: Backend) -> None:
+    """Initial graphs (``--init``) are for refining backends only."""
+    if not backend.capabilities.refines:
+        raise DepinduceError(f"model '{backend.name}' does not refine a graph; --init applies to refining "
+                             "backends (rngtr)")
+
+
 def _full_tree(sentence: Sentence, hidden: Sequence[bool], visible: list[str], scores: ParseScores):
     """The constituency tree over every token, from distances if present, else from the dependency tree."""
     if scores.distances is not None:
@@ -201,9 +208,7 @@ def parse(
     ``init``: one initial graph per sentence for a refining backend (``parse --init FILE``)."""
     check_request(backend, request)
     if init is not None:
-        if not backend.capabilities.refines:
-            raise DepinduceError(f"model '{backend.name}' does not refine a graph; --init applies to refining "
-                                 "backends (rngtr)")
+        check_refines(backend)
         if len(init) != len(sentences):
             raise DepinduceError(f"{len(init)} initial graphs for {len(sentences)} sentences")
     bar = tqdm(total=len(sentences), unit="sent", file=sys.stderr, disable=None if progress else True, leave=False)

@@ -10,7 +10,7 @@ from depinduce.errors import DepinduceError, InputError
 from depinduce.io import read_sentences, write_sentences
 from depinduce.io.initial_graphs import read_initial_parse
 from depinduce.models.registry import load_model
-from depinduce.parsing import OUTPUT_FORMATS, ParseRequest, check_request, parse, read_text
+from depinduce.parsing import OUTPUT_FORMATS, ParseRequest, check_refines, check_request, parse, read_text
 from depinduce.structures.decode import DECODERS
 
 
@@ -50,9 +50,8 @@ def parse_command(model: str, input_path: str, fmt: str, decoder: str, input_for
         backend.select_channel(channel)
     if iterations is not None:
         backend.set_iterations(iterations)
-    if init is not None and not backend.capabilities.refines:
-        raise DepinduceError(f"model '{backend.name}' does not refine a graph; --init applies to refining "
-                             "backends (rngtr)")
+    if init is not None:
+        check_refines(backend)
     request = ParseRequest(fmt=fmt, decoder=decoder, batch_size=batch_size)
     check_request(backend, request)
     if backend.capabilities.whole_sentences and input_format != "conllu":

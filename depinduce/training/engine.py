@@ -234,7 +234,7 @@ class Trainer:
 
     def _load_data(self) -> None:
         cfg = self.train_config
-        self.init_train = self.init_dev = None
+        self.init_train = self.init_dev = self.init_dev_ids = None
         if (cfg.init_train or cfg.init_dev) and not self.model_class.capabilities.refines:
             raise DepinduceError(f"model '{self.config.model}' does not refine a graph; init_train/init_dev "
                                  "(--init-train/--init-dev) apply to refining backends (rngtr)")
@@ -245,7 +245,9 @@ class Trainer:
             if cfg.init_dev:
                 if self.gold.dev_sentences is None:
                     raise DepinduceError(f"init_dev given but {self.data_dir} has no dev.conllu")
-                self.init_dev = read_initial_parse(cfg.init_dev, self.gold.dev_sentences)
+                self.init_dev = read_initial_parse(cfg.init_dev, self.gold.dev_sentences)  # parsed as given
+                self.init_dev_ids = [(heads, self.gold.tags.encode_labels(labels))  # dev loss: label ids
+                                     for heads, labels in self.init_dev]
         else:
             self.train_rows = batching.read_corpus(self.data_dir / "train.txt", self.vocab)
         self.train_lengths = [len(r) for r in self.train_rows]
@@ -624,20 +626,13 @@ class Trainer:
                                      self.context.rank, self.context.world_size)
             if self.gold is not None:
                 assert self.gold.dev is not None
-                dev, initial = self.gold.dev, self._dev_initial_ids()
+                dev, initial = self.gold.dev, self.init_dev_ids
                 inputs_for = lambda indices: self._gold_inputs(dev, initial, indices)  # noqa: E731
             else:
                 inputs_for = text_inputs(self.objective, self.dev_rows, self.vocab.pad_index, self.dev_masks)
             nll_sum, count = sentence_loss(self.loss_module, batches, inputs_for, device=self.context.device)
         nll_sum, count = self.context.sum([nll_sum, count])
         return nll_sum / count if count else float("nan")
-
-    def _dev_initial_ids(self):
-        """The dev initial graphs as (heads, label ids), or None."""
-        if self.init_dev is None:
-            return None
-        assert self.tags is not None
-        return [(heads, self.tags.encode_labels(labels)) for heads, labels in self.init_dev]
 
     # ---------------------------------------------------------------------------------------- checkpoints
 
