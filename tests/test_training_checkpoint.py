@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -108,4 +109,17 @@ def test_resume_refuses_changed_data(trained_run: tuple[Path, Path]) -> None:
     with (data / "train.txt").open("a") as stream:
         stream.write("a new sentence\n")
     with pytest.raises(DepinduceError, match="train.txt changed since this run started"):
+        train(TrainOptions(data_dir=data, run_dir=run, resume=True, quiet=True), log=lambda _: None)
+
+
+def test_resume_ignores_files_the_run_never_recorded(trained_run: tuple[Path, Path]) -> None:
+    """A run made by a version that did not checksum a file (train.conllu before the supervised path) resumes;
+    a recorded file that disappears is still refused."""
+    data, run = trained_run
+    recorded = json.loads((run / "manifest.json").read_text(encoding="utf-8"))["data"]["files"]
+    assert "train.conllu" not in recorded and not (data / "train.conllu").exists()
+    (data / "train.conllu").write_text("1\ta\t_\t_\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    train(TrainOptions(data_dir=data, run_dir=run, resume=True, quiet=True), log=lambda _: None)
+    (data / "dev.txt").unlink()
+    with pytest.raises(DepinduceError, match="dev.txt changed since this run started"):
         train(TrainOptions(data_dir=data, run_dir=run, resume=True, quiet=True), log=lambda _: None)

@@ -144,8 +144,10 @@ class RunDir:
         if resumed_from_step is not None:
             manifest = self.read_manifest()
             recorded = manifest.get("data", {}).get("files", {})
-            changed = sorted(name for name in set(recorded) | set(checksums)
-                             if recorded.get(name, {}).get("sha256") != checksums.get(name, {}).get("sha256"))
+            # Only the files the run recorded: one it did not record is one its version never read (runs made
+            # before the supervised path did not checksum train.conllu) — refusing those would strand the run.
+            changed = sorted(name for name in recorded
+                             if recorded[name].get("sha256") != checksums.get(name, {}).get("sha256"))
             if changed:
                 raise DepinduceError(
                     f"{data_dir}: {', '.join(changed)} changed since this run started "
