@@ -160,7 +160,10 @@ def train(options: TrainOptions, log: Log = _stderr) -> TrainResult:
     context = distributed.setup(options.device)
     try:
         trainer = Trainer(options, context, log if (context.is_main and not options.quiet) else (lambda _: None))
-        return trainer.run()
+        result = trainer.run()
+        # every rank done before the group goes away: a rank whose peer tears gloo down mid-exchange aborts
+        context.barrier()
+        return result
     finally:
         distributed.teardown(context)
 
