@@ -18,9 +18,8 @@ gets every decoder and output format:
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
 
 import conllu.models
 import torch
@@ -31,74 +30,100 @@ from depinduce.data.sentence import Sentence
 from depinduce.data.tokenize import tokenize_line
 from depinduce.errors import DepinduceError, InputError
 from depinduce.io.initial_graphs import InitialGraph
+from depinduce.io.lines import display_name
+from depinduce.io.lines import read_text as read_lines_text
 from depinduce.models.base import Backend, ParseScores
 from depinduce.structures.decode import decode_batch
 from depinduce.structures.dependency import attach_hidden, subtree_spans
 from depinduce.structures.spans import binary_tree_from_distances, labelled_spans, spans_to_tree
 
 OUTPUT_FORMATS = ("conllu", "conllx", "brackets", "jsonl")
+DEFAULT_MAX_WORDS = 1000
 DEPENDENCY_FORMATS = ("conllu", "conllx")
 
 
-def _open_binary(path: str) -> BinaryIO:
-    if path == "-":
-        return sys.stdin.buffer
-    try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise DepinduceError(f"{path}: cannot read ({exc.strerror})") from exc
-
-
-def read_text(path: str, *, pretokenized: bool = False) -> list[Sentence]:
+def read_text(path: str, *, pretokenized: bool = False,
+              on_blank: Callable[[list[int]], None] | None = None) -> list[Sentence]:
     """One sentence per line; blank lines are skipped and ``sent_id`` is the input line number.
+
+    ``on_blank`` receives the numbers of the blank lines (when there are any), so the caller can warn that the
+    output no longer lines up with the input line for line.
 
     Each sentence carries a conllu TokenList as ``source`` with ``SpaceAfter=No`` where the text had no space, so
     the CoNLL-U writer reproduces ``# text`` exactly.
     """
-    label = "<stdin>" if path == "-" else path
-    stream = _open_binary(path)
+    label = display_name(path)
     sentences: list[Sentence] = []
-    try:
-        for lineno, raw in enumerate(stream, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(label, lineno, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})")
-            line = line.rstrip("\r\n").strip()
-            if not line:
-                continue
-            try:
-                tokens = tokenize_line(line, pretokenized=pretokenized)
-            except ValueError as exc:
-                raise InputError(label, lineno, str(exc)) from exc
-            sent_id = str(lineno)
-            source = conllu.models.TokenList(
-                [
-                    conllu.models.Token(
-                        id=i,
-                        form=form,
-                        lemma="_",
-                        upos="X",
-                        xpos=None,
-                        feats=None,
-                        head=None,
-                        deprel=None,
-                        deps=None,
-                        misc=None if space else {"SpaceAfter": "No"},
-                    )
-                    for i, (form, space) in enumerate(zip(tokens.forms, tokens.space_after), start=1)
-                ],
-                metadata={"sent_id": sent_id, "text": line},
-            )
-            sentences.append(
-                Sentence(words=tokens.forms, sent_id=sent_id, text=line, line=lineno, source=source)
-            )
-    finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
+    blank: list[int] = []
+    for lineno, raw_line in enumerate(read_lines_text(path).split("\n"), start=1):
+        line = raw_line.strip()
+        if not line:
+            blank.append(lineno)
+            continue
+        try:
+            tokens = tokenize_line(line, pretokenized=pretokenized)
+        except ValueError as exc:
+            raise InputError(label, lineno, str(exc)) from exc
+        sent_id = str(lineno)
+        source = conllu.models.TokenList(
+            [
+                conllu.models.Token(
+                    id=i,
+                    form=form,
+                    lemma="_",
+                    upos=None,
+                    xpos=None,
+                    feats=None,
+                    head=None,
+                    deprel=None,
+                    deps=None,
+                    misc=None if space else {"SpaceAfter": "No"},
+                )
+                for i, (form, space) in enumerate(zip(tokens.forms, tokens.space_after), start=1)
+            ],
+            metadata={"sent_id": sent_id, "text": line},
+        )
+        sentences.append(Sentence(words=tokens.forms, sent_id=sent_id, text=line, line=lineno, source=source))
+    if blank and blank[-1] == lineno and raw_line == "":
+        blank.pop()  # the final newline ends the last line; it is not a blank line
     if not sentences:
         raise InputError(label, None, "no sentences (the input is empty or blank)")
+    if blank and on_blank is not None:
+        on_blank(blank)
     return sentences
+
+
+def describe_blank_lines(label: str, lines: Sequence[int]) -> str:
+    """The one-line warning for blank input lines (shown by ``parse``)."""
+    shown = ", ".join(map(str, lines[:10])) + (f", … ({len(lines)} in all)" if len(lines) > 10 else "")
+    return (f"warning: {label}: line{'s' if len(lines) > 1 else ''} {shown} held no sentence and "
+            f"{'were' if len(lines) > 1 else 'was'} skipped; the output has one sentence per non-blank line "
+            "(sent_id = its input line number in the full UD form)")
+
+
+def mark_punctuation(sentence: Sentence, hidden: Sequence[bool]) -> None:
+    """Tokens hidden from the model as punctuation get DEPREL ``punct`` (unless they are the root) and, where
+    the input gave no part of speech, UPOS ``PUNCT`` — so MaltEval (``--ExcludeDeprels punct``) and UD tools
+    can leave out exactly what depinduce left out."""
+    if not any(hidden):
+        return
+    n = len(sentence.words)
+    upos = list(sentence.upos) if sentence.upos is not None else ["_"] * n
+    source_words = []
+    if isinstance(sentence.source, conllu.models.TokenList):
+        source_words = [t for t in sentence.source if isinstance(t.get("id"), int)]
+        if len(source_words) != n:
+            source_words = []
+    for i, is_hidden in enumerate(hidden):
+        if not is_hidden:
+            continue
+        if upos[i] in ("", "_", "X"):
+            upos[i] = "PUNCT"
+        if source_words and source_words[i].get("upos") in (None, "", "_", "X"):
+            source_words[i]["upos"] = "PUNCT"
+        if sentence.deprels is not None and sentence.heads is not None and sentence.heads[i] != 0:
+            sentence.deprels[i] = "punct"
+    sentence.upos = upos
 
 
 @dataclass(frozen=True)
@@ -108,6 +133,11 @@ class ParseRequest:
     fmt: str = "conllu"
     decoder: str = "mst"
     batch_size: int = 32
+    # Longest sentence (in the words the backend sees) a score-matrix backend is given: its memory grows with the
+    # square of the length, so a longer one is refused in one line before memory runs out.  None: no limit.
+    max_words: int | None = DEFAULT_MAX_WORDS
+    # The input's name, for errors located as FILE:LINE.
+    source: str = "<input>"
 
 
 def check_request(backend: Backend, request: ParseRequest) -> None:
@@ -166,6 +196,15 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest,
         hidden = [sentence_punct_mask(s) for s in sentences]
     visible = [[w for w, h in zip(s.words, mask) if not h] for s, mask in zip(sentences, hidden)]
     nonempty = [k for k, words in enumerate(visible) if words]
+    if request.max_words is not None and not backend.capabilities.fixed_tree:
+        for k in nonempty:
+            if len(visible[k]) > request.max_words:
+                sentence = sentences[k]
+                raise InputError(
+                    request.source, sentence.line,
+                    f"sentence {sentence.sent_id or k + 1} has {len(visible[k]):,} words for "
+                    f"the model; model '{backend.name}' scores every pair of words, so memory grows with the "
+                    f"square of the length, and the limit is {request.max_words:,} words (--max-words N raises it)")
     scores: dict[int, ParseScores] = {}
     if nonempty:
         if whole:
@@ -177,13 +216,14 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest,
     want_heads = request.fmt != "brackets" or not backend.capabilities.constituency
     want_tree = request.fmt in ("brackets", "jsonl")
     if want_heads and backend.capabilities.dependency:
-        with_heads = [k for k in nonempty if scores[k].heads is not None]
+        fixed = {k: list(scores[k].fixed_heads) for k in nonempty if scores[k].fixed_heads is not None}
+        with_heads = [k for k in nonempty if scores[k].heads is not None and k not in fixed]
         # argmax with word heights (StructFormer): the highest word is the root, as in the paper
         roots = [
             int(scores[k].heights.argmax()) + 1 if scores[k].heights is not None else None for k in with_heads
         ]
         decoded = decode_batch([scores[k].heads for k in with_heads], request.decoder, roots)
-        visible_heads = dict(zip(with_heads, decoded))
+        visible_heads = {**dict(zip(with_heads, decoded)), **fixed}
         for k, sentence in enumerate(sentences):
             if k in visible_heads or not visible[k]:  # an all-punctuation sentence needs no model
                 sentence.heads = attach_hidden(visible_heads.get(k, []), hidden[k])
@@ -191,6 +231,8 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest,
                     sentence.deprels = _labels(scores[k], visible_heads[k])
                 else:
                     sentence.deprels = ["root" if h == 0 else "dep" for h in sentence.heads]
+                if not whole:
+                    mark_punctuation(sentence, hidden[k])
     if want_tree:
         for k, sentence in enumerate(sentences):
             if not visible[k]:

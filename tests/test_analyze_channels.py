@@ -53,7 +53,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     run = folder / "run"
     shrink = [f"model_config.{key}={value}" for key, value in TINY.items()]
     result = CliRunner().invoke(cli, [
-        "train", "--recipe", str(REPO / "recipes" / "probformer-ptb-cpu.yaml"), "--data", str(data),
+        "train", "--recipe", str(REPO / "depinduce" / "recipes" / "probformer-ptb-cpu.yaml"), "--data", str(data),
         "--out", str(run), "--quiet", "--threads", "1", *itertools.chain.from_iterable(("--set", s) for s in shrink),
         "--set", "train.epochs=1", "--set", "train.batch_tokens=200", "--set", "train.eval_every=0",
     ])

@@ -31,7 +31,7 @@ def _assert_valid(path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def _written(sentences: list[Sentence], fmt: str = "conllu") -> str:
+def _written(sentences: list[Sentence], fmt: str = "conllu-ud") -> str:
     out = io.StringIO()
     write_sentences(sentences, out, fmt)
     return out.getvalue()

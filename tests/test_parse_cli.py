@@ -33,7 +33,7 @@ def udvalidate(path: Path) -> subprocess.CompletedProcess:
 
 
 def test_text_to_conllu_is_valid_and_keeps_every_token(tmp_path: Path) -> None:
-    result = run(["parse", "--model", "right-branching", "--quiet", "-"], TEXT)
+    result = run(["parse", "--model", "right-branching", "--full-ud", "--quiet", "-"], TEXT)
     assert result.exit_code == 0, result.stderr
     out = tmp_path / "out.conllu"
     out.write_text(result.stdout, encoding="utf-8")
@@ -104,7 +104,7 @@ def test_conllu_input_keeps_columns(ewt_dir: Path, tmp_path: Path) -> None:
     blocks = (ewt_dir / "en_ewt-ud-dev.conllu").read_text(encoding="utf-8").split("\n\n")[:40]
     gold = tmp_path / "gold.conllu"
     gold.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
-    result = run(["parse", "--model", "right-branching", "--input-format", "conllu", "--quiet", str(gold)])
+    result = run(["parse", "--model", "right-branching", "--input-format", "conllu", "--full-ud", "--quiet", str(gold)])
     assert result.exit_code == 0, result.stderr
     pred = tmp_path / "pred.conllu"
     pred.write_text(result.stdout, encoding="utf-8")
@@ -167,7 +167,7 @@ def test_keep_punct_matches_the_conll18_scorer(ewt_dir: Path, tmp_path: Path) ->
     [
         (["parse", "--model", "no-such-model", "-"], "a b\n", "unknown model 'no-such-model'"),
         (["parse", "--model", "right-branching", "-"], "", "<stdin>: no sentences"),
-        (["parse", "--model", "right-branching", "-"], b"good line\nbad \xff byte\n", "<stdin>:2: not UTF-8"),
+        (["parse", "--model", "right-branching", "-"], b"good line\nbad \xff byte\n", "<stdin>:2: not valid UTF-8"),
         (["parse", "--model", "right-branching", "--input-format", "conllu", "-"], "1\tx\t_\n\n", "<stdin>:1:"),
     ],
 )

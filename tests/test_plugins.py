@@ -57,7 +57,7 @@ def test_third_party_plugin_is_listed_and_parses(tmp_path: Path) -> None:
     _make_dist(tmp_path, "fwplugin", "first-word-head = fwplugin_backend:FirstWordHead", PLUGIN_CODE)
     listed = _run(["models", "--json"], tmp_path)
     assert listed.returncode == 0, listed.stderr
-    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    rows = {row["name"]: row for row in json.loads(listed.stdout)["backends"]}
     assert rows["first-word-head"]["provider"] == "fwplugin 1.0"
     assert rows["first-word-head"]["dependency"] is True and rows["first-word-head"]["constituency"] is False
     assert {"left-branching", "right-branching", "random"} <= set(rows)
@@ -83,7 +83,7 @@ def test_a_broken_plugin_does_not_hide_the_others(tmp_path: Path) -> None:
     _make_dist(tmp_path, "broken", "broken-model = broken_backend:Missing", "x = 1\n")
     result = _run(["models", "--json"], tmp_path)
     assert result.returncode == 0
-    names = {row["name"] for row in json.loads(result.stdout)}
+    names = {row["name"] for row in json.loads(result.stdout)["backends"]}
     assert "right-branching" in names and "broken-model" not in names
     assert "backend 'broken-model' from broken 1.0 failed to load" in result.stderr
     parsed = _run(["parse", "--model", "broken-model", "-"], tmp_path, "a b\n")

@@ -346,7 +346,7 @@ def test_config_errors_are_one_line() -> None:
 
 @pytest.mark.parametrize("name", ["probformer-ptb.yaml", "probformer-ptb-cpu.yaml"])
 def test_recipes_load_and_build(name: str) -> None:
-    recipe = load_recipe(REPO / "recipes" / name)
+    recipe = load_recipe(REPO / "depinduce" / "recipes" / name)
     config = resolve_config(model_name=None, model_config_class=ProbFormerConfig, recipe=recipe, where=name)
     assert config.model == "probformer"
     model = ProbFormer.from_config(config.model_config, Vocab([f"w{i}" for i in range(50)]))
@@ -369,7 +369,7 @@ def test_train_parse_and_eval_end_to_end(tmp_path: Path) -> None:
     runner = CliRunner()
     shrink = [f"model_config.{key}={value}" for key, value in TINY.items()]
     trained = runner.invoke(cli, [
-        "train", "--recipe", str(REPO / "recipes" / "probformer-ptb-cpu.yaml"), "--data", str(data),
+        "train", "--recipe", str(REPO / "depinduce" / "recipes" / "probformer-ptb-cpu.yaml"), "--data", str(data),
         "--out", str(run), "--quiet", "--threads", "1", *itertools.chain.from_iterable(("--set", s) for s in shrink),
         "--set", "train.epochs=1", "--set", "train.batch_tokens=200", "--set", "train.eval_every=0",
     ])

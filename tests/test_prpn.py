@@ -234,7 +234,7 @@ def test_config_errors_are_one_line() -> None:
 
 @pytest.mark.parametrize("name", ["prpn-ptb.yaml", "prpn-ptb-cpu.yaml", "prpn-ptb-lm.yaml"])
 def test_recipes_load(name: str) -> None:
-    recipe = load_recipe(REPO / "recipes" / name)
+    recipe = load_recipe(REPO / "depinduce" / "recipes" / name)
     config = resolve_config(model_name=None, model_config_class=PRPNConfig, recipe=recipe, where=name)
     assert config.model == "prpn"
     model_config = PRPNConfig(**config.model_config)
@@ -260,7 +260,7 @@ def test_train_parse_eval_end_to_end(tmp_path: Path) -> None:
     run = tmp_path / "run"
     runner = CliRunner()
     trained = runner.invoke(cli, [
-        "train", "--recipe", str(REPO / "recipes" / "prpn-ptb-cpu.yaml"), "--data", str(data), "--out", str(run),
+        "train", "--recipe", str(REPO / "depinduce" / "recipes" / "prpn-ptb-cpu.yaml"), "--data", str(data), "--out", str(run),
         "--quiet", "--threads", "1",
         *_shrink("train.epochs=2", "train.batch_tokens=200", "train.eval_every=0"),
     ])

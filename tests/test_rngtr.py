@@ -170,7 +170,7 @@ def test_config_is_checked():
 
 # ------------------------------------------------------------------------------------ training and parsing
 
-RECIPE = REPO / "recipes" / "rngtr-ud-cpu.yaml"
+RECIPE = REPO / "depinduce" / "recipes" / "rngtr-ud-cpu.yaml"
 TINY_RUN = ["model_config.hidden_size=32", "model_config.n_layers=2", "model_config.n_heads=4",
             "model_config.ff_size=64", "model_config.arc_mlp_size=32", "model_config.label_mlp_size=16",
             "model_config.dropout=0.0", "model_config.mlp_dropout=0.0", "model_config.iterations=2",

@@ -43,8 +43,12 @@ def test_reattach_to_nearest_kept_ancestor() -> None:
 
 
 def test_reattach_survives_cycles() -> None:
-    # argmax output 1->2->3->2 with word 2 removed: 1 walks 2 -> 3 (kept) ; 3 walks 2 -> 3 (seen) -> ROOT
-    assert reattach([2, 3, 2], [True, False, True]) == [2, 0]
+    # argmax output 1->2->3->2 with word 2 removed: 1 walks 2 -> 3 (kept); 3 walks 2 -> back to itself, which
+    # stays a self-loop (a wrong head), never a root attachment
+    assert reattach([2, 3, 2], [True, False, True]) == [2, 2]
+    # a direct self-loop too; a walk into a cycle among removed words ends at ROOT
+    assert reattach([1, 0], [True, True]) == [1, 0]
+    assert reattach([2, 3, 2], [True, False, False]) == [0]
 
 
 def test_attach_hidden_rule() -> None:

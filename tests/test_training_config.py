@@ -133,9 +133,9 @@ def test_cli_errors_are_one_line(tmp_path: Path, tiny_plugin: Path) -> None:
 
 
 def test_shipped_recipes_resolve() -> None:
-    """The recipes in recipes/ use only keys the engine knows, with the right types; the model keys are checked
+    """The recipes in depinduce/recipes/ use only keys the engine knows, with the right types; the model keys are checked
     against the backend's own dataclass when it is registered here."""
-    paths = sorted((REPO / "recipes").glob("*.yaml"))
+    paths = sorted((REPO / "depinduce" / "recipes").glob("*.yaml"))
     assert paths
     for path in paths:
         recipe = load_recipe(path)

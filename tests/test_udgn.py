@@ -296,7 +296,7 @@ def test_config_errors_are_one_line() -> None:
 
 @pytest.mark.parametrize("name", ["udgn-ptb.yaml", "udgn-ptb-cpu.yaml", "udgn-ud-cpu.yaml"])
 def test_recipes_load(name: str) -> None:
-    recipe = load_recipe(REPO / "recipes" / name)
+    recipe = load_recipe(REPO / "depinduce" / "recipes" / name)
     config = resolve_config(model_name=None, model_config_class=UDGNConfig, recipe=recipe, where=name)
     assert config.model == "udgn"
     UDGNConfig(**config.model_config)
@@ -313,7 +313,7 @@ def test_train_then_parse_text_end_to_end(tmp_path: Path) -> None:
     runner = CliRunner()
     shrink = [f"model_config.{key}={value}" for key, value in TINY.items()]
     trained = runner.invoke(cli, [
-        "train", "--recipe", str(REPO / "recipes" / "udgn-ptb-cpu.yaml"), "--data", str(data), "--out", str(run),
+        "train", "--recipe", str(REPO / "depinduce" / "recipes" / "udgn-ptb-cpu.yaml"), "--data", str(data), "--out", str(run),
         "--quiet", "--threads", "1", *itertools.chain.from_iterable(("--set", s) for s in shrink),
         "--set", "train.epochs=1", "--set", "train.batch_tokens=200", "--set", "train.eval_every=0",
     ])

@@ -22,6 +22,8 @@ def _check_output(path: str | None, force: bool) -> Path | None:
     if path is None:
         return None
     out = Path(path)
+    if out.is_dir():
+        raise DepinduceError(f"{out}: is a folder; give a file name")
     if out.exists() and not force:
         raise DepinduceError(f"{out}: already exists (use --force to overwrite it)")
     if not out.parent.is_dir():

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
+import io
+import os
 import sys
+from typing import NoReturn
 
 import click
 
@@ -50,13 +54,88 @@ def cli() -> None:
     """Induce syntax from raw text, parse into CoNLL-U / CoNLL-X / brackets, and score parses."""
 
 
-def main() -> None:
-    """Console-script entry point; a closed stdout (``| head``) ends quietly."""
+class _ClosedStream(io.RawIOBase):
+    """Stands in for a standard stream the shell closed (``>&-``, ``<&-``), where Python leaves None: any use
+    is an OSError that becomes one line, instead of an AttributeError traceback."""
+
+    def __init__(self, label: str, verb: str) -> None:
+        super().__init__()
+        self.label, self.verb = label, verb
+
+    def _closed(self, *args: object) -> NoReturn:
+        raise OSError(errno.EBADF, f"cannot {self.verb} (the stream is closed)", self.label)
+
+    readinto = write = _closed
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+
+def _guard_standard_streams() -> None:
+    if sys.stdin is None:
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(_ClosedStream("<stdin>", "read")))
+    if sys.stdout is None:
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(_ClosedStream("<stdout>", "write")))
+
+
+def _fail(message: str) -> NoReturn:
+    """One line on stderr, exit code 2; stdout is pointed at /dev/null so its unwritable buffer is not flushed
+    again (with a second message) when Python exits."""
     try:
-        cli.main(prog_name="depinduce")
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.BytesIO()))
+    click.echo(message, err=True)
+    sys.exit(2)
+
+
+def _describe(exc: OSError) -> str:
+    if exc.filename in ("<stdin>", "<stdout>"):
+        return f"{exc.filename}: {exc.strerror}"
+    if exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return f"<stdout>: cannot write ({exc.strerror or exc})"
+
+
+def _run_cli() -> int:
+    """Run the click group; every click error becomes one line, a usage error with where to find help."""
+    try:
+        result = cli.main(prog_name="depinduce", standalone_mode=False)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "depinduce"
+        click.echo(f"{where}: {exc.format_message()} (see '{where} --help')", err=True)
+        return 2
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        click.echo("aborted", err=True)
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def main() -> None:
+    """Console-script entry point.  A closed pipe (``| head``) ends quietly; any other failure to read or write
+    a standard stream or file (a full disk, ``/dev/full``, a closed stdout or stdin) is one line, exit code 2."""
+    _guard_standard_streams()
+    try:
+        try:
+            code = _run_cli()
+        finally:
+            sys.stdout.flush()  # results still buffered fail here, inside the handler, not at exit
+        sys.exit(code)
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(1)
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            sys.stderr.close()
+            sys.exit(1)
+        _fail(_describe(exc))
 
 
 if __name__ == "__main__":

@@ -9,13 +9,15 @@ from depinduce.cli.common import stdout_console
 from rich.table import Table
 
 from depinduce.errors import DepinduceError
+from depinduce.models.bundled import BUNDLED_NAME, model_card
 from depinduce.models.registry import registrations
 
 
 @click.command("models")
-@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of a table.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print machine-readable JSON instead of tables: {backends: [...], bundled_model: card}.")
 def models_command(as_json: bool) -> None:
-    """List the backends registered in the 'depinduce.models' entry-point group."""
+    """List the backends registered in the 'depinduce.models' entry-point group, and the bundled model's card."""
     rows = []
     for name, reg in registrations().items():
         try:
@@ -32,8 +34,9 @@ def models_command(as_json: bool) -> None:
                 **cls.capabilities.as_dict(),
             }
         )
+    card = model_card()
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json.dumps({"backends": rows, "bundled_model": card}, indent=2, ensure_ascii=False))
         return
     table = Table(title="depinduce backends")
     for column in ("name", "dependency", "constituency", "trainable", "supervised", "objective", "provider"):
@@ -46,4 +49,28 @@ def models_command(as_json: bool) -> None:
             row["objective"],
             row["provider"],
         )
-    stdout_console().print(table)
+    console = stdout_console()
+    console.print(table)
+    console.print(_card_table(card))
+
+
+def _card_table(card: dict) -> Table:
+    """The bundled model's card: what it is, how it was made, and its scores beside right-branching's."""
+    table = Table(title=f"bundled model '{BUNDLED_NAME}' (parse without --model, when ./runs has no finished run)",
+                  show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    table.add_row("model", f"{card['backend']}: {card['summary']}")
+    table.add_row("weights licence", card["licence"])
+    table.add_row("trained on", card["training"]["data"])
+    for k, command in enumerate(card["training"]["commands"]):
+        table.add_row("commands" if k == 0 else "", command)
+    for name, digest in card["training"]["data_sha256"].items():
+        table.add_row(f"sha256 {name}", digest)
+    table.add_row("sha256 model.pt", card["model_sha256"])
+    for result in card["results"]:
+        ours, baseline = result["model"], result["right-branching"]
+        table.add_row(result["data"], f"DDA {ours['dda']:.1f} / UDA {ours['uda']:.1f}   "
+                                      f"(right-branching {baseline['dda']:.1f} / {baseline['uda']:.1f})")
+    table.add_row("scored by", card["protocol"])
+    return table

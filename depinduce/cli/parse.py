@@ -9,17 +9,25 @@ import click
 from depinduce.errors import DepinduceError, InputError
 from depinduce.io import read_sentences, write_sentences
 from depinduce.io.initial_graphs import read_initial_parse
+from depinduce.io.lines import display_name
+from depinduce.models.bundled import default_model_choice
 from depinduce.models.registry import load_model
-from depinduce.parsing import OUTPUT_FORMATS, ParseRequest, check_refines, check_request, parse, read_text
+from depinduce.parsing import (
+    DEFAULT_MAX_WORDS, OUTPUT_FORMATS, ParseRequest, check_refines, check_request, describe_blank_lines, parse, read_text,
+)
 from depinduce.structures.decode import DECODERS
 
 
 @click.command("parse")
-@click.option("--model", "model", required=True, metavar="NAME_OR_RUN_DIR",
-              help="A registered backend name (baselines) or a training run directory.")
+@click.option("--model", "model", default=None, metavar="NAME_OR_RUN_DIR",
+              help="A registered backend name (baselines), a training run directory, or 'default' (the bundled "
+                   "model). Default: the most recently finished run under ./runs, else the bundled model.")
 @click.argument("input_path", metavar="[INPUT|-]", default="-")
 @click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="conllu", show_default=True,
-              help="Output format.")
+              help="Output format. conllu is MaltEval-safe: syntactic words only, no comment lines.")
+@click.option("--full-ud", is_flag=True,
+              help="With conllu: the full UD form — # sent_id and # text comments, and the multiword tokens and "
+                   "empty nodes of CoNLL-U input (passes udvalidate --level 2; MaltEval cannot read it).")
 @click.option("--decoder", type=click.Choice(DECODERS), default="mst", show_default=True,
               help="Dependency decoder: single-root maximum spanning tree, projective Eisner, or per-word argmax.")
 @click.option("--input-format", type=click.Choice(("text", "conllu")), default="text", show_default=True,
@@ -38,13 +46,23 @@ from depinduce.structures.decode import DECODERS
                    "same sentences, e.g. another model's output.")
 @click.option("--iterations", type=int, default=None, metavar="T",
               help="For refining backends: at most T refinement passes (default: the run's own, 3 for RNGTr).")
+@click.option("--max-words", type=click.IntRange(min=1), default=DEFAULT_MAX_WORDS, show_default=True,
+              help="Refuse a sentence longer than this (in the words the model sees) for models that score every "
+                   "pair of words, whose memory grows with the square of the length. The fixed baselines have "
+                   "no limit.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def parse_command(model: str, input_path: str, fmt: str, decoder: str, input_format: str, tokenized: bool,
+def parse_command(model: str | None, input_path: str, fmt: str, full_ud: bool, decoder: str, input_format: str, tokenized: bool,
                   batch_size: int, device: str, seed: int, channel: int | None, init: str | None,
-                  iterations: int | None, quiet: bool) -> None:
+                  iterations: int | None, max_words: int, quiet: bool) -> None:
     """Parse INPUT (default: stdin) with a model; trees go to stdout, progress to stderr."""
     if tokenized and input_format != "text":
         raise DepinduceError("--tokenized applies to text input only; CoNLL-U input is always tokenised")
+    if full_ud and fmt != "conllu":
+        raise DepinduceError(f"--full-ud applies to --format conllu, not {fmt}")
+    if model is None:
+        choice = default_model_choice()
+        click.echo(choice.reason, err=True)
+        model = choice.target
     backend = load_model(model, device=device, seed=seed)
     if channel is not None:
         backend.select_channel(channel)
@@ -52,13 +70,16 @@ def parse_command(model: str, input_path: str, fmt: str, decoder: str, input_for
         backend.set_iterations(iterations)
     if init is not None:
         check_refines(backend)
-    request = ParseRequest(fmt=fmt, decoder=decoder, batch_size=batch_size)
+    request = ParseRequest(fmt=fmt, decoder=decoder, batch_size=batch_size, max_words=max_words,
+                           source=display_name(input_path))
     check_request(backend, request)
     if backend.capabilities.whole_sentences and input_format != "conllu":
         raise DepinduceError(f"model '{backend.name}' reads UPOS tags with the words: give CoNLL-U input "
                              "(--input-format conllu)")
     if input_format == "text":
-        sentences = read_text(input_path, pretokenized=tokenized)
+        label = "<stdin>" if input_path == "-" else input_path
+        sentences = read_text(input_path, pretokenized=tokenized,
+                              on_blank=lambda lines: click.echo(describe_blank_lines(label, lines), err=True))
     else:
         sentences = read_sentences(input_path, fmt="conllu")
     if backend.capabilities.whole_sentences:
@@ -73,4 +94,5 @@ def parse_command(model: str, input_path: str, fmt: str, decoder: str, input_for
     graphs = None
     if init is not None and init.lower() not in ("syntr", "empty"):
         graphs = read_initial_parse(init, sentences)
-    write_sentences(parse(sentences, backend, request, progress=not quiet, init=graphs), sys.stdout, fmt)
+    out_fmt = "conllu-ud" if full_ud else fmt
+    write_sentences(parse(sentences, backend, request, progress=not quiet, init=graphs), sys.stdout, out_fmt)

@@ -11,7 +11,7 @@ import click
 @click.command("perplexity")
 @click.option("--model", "run_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               metavar="RUN_DIR", help="A training run directory.")
-@click.argument("text", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE")
+@click.argument("text", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), metavar="FILE|-")
 @click.option("--batch-tokens", type=click.IntRange(min=1), default=None,
               help="Padded tokens per batch (default: the run's train.batch_tokens).")
 @click.option("--device", default="cpu", show_default=True)

@@ -13,7 +13,7 @@ import click
 
 from depinduce.data.headrules import HEAD_RULES
 from depinduce.data.normalize import Normalization
-from depinduce.data.preprocess import PreprocessOptions, preprocess_ptb, preprocess_text, preprocess_ud
+from depinduce.data.preprocess import PreprocessOptions, default_output, preprocess_ptb, preprocess_text, preprocess_ud
 from depinduce.data.text import NLTK_CORPORA
 
 
@@ -26,8 +26,9 @@ def _common_options(extra_text: bool) -> Callable[[Callable[..., Any]], Callable
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         options = [
-            click.option("--out", "out", required=True, type=click.Path(file_okay=False),
-                         help="Output folder (written atomically; must not exist unless --force)."),
+            click.option("--out", "out", default=None, type=click.Path(file_okay=False),
+                         help="Output folder (written atomically; must not exist unless --force). Default: data/ptb, "
+                              "data/<treebank folder name>, data/<input file stem> or data/<nltk corpus>."),
             click.option("--force", is_flag=True, help="Replace an existing output folder."),
             click.option("--keep-punct", is_flag=True,
                          help="Keep punctuation in the model's view (default: removed, heads re-attached)."),
@@ -87,11 +88,12 @@ def preprocess() -> None:
               help="Processes that read and convert the trees (default: usable CPUs, at most 8).")
 @_common_options(extra_text=True)
 def ptb_command(
-    out: str, ptb_dir: str | None, head_rules: str, keep_function_tags: bool, workers: int | None, **kwargs: Any
+    out: str | None, ptb_dir: str | None, head_rules: str, keep_function_tags: bool, workers: int | None,
+    **kwargs: Any
 ) -> None:
     """Penn Treebank WSJ → CoNLL-U, trees, model text, WSJ10 and vocabulary."""
     options, log = _options(kwargs)
-    preprocess_ptb(out, ptb_dir=ptb_dir, head_rules=head_rules, keep_function_tags=keep_function_tags,
+    preprocess_ptb(out or default_output("ptb"), ptb_dir=ptb_dir, head_rules=head_rules, keep_function_tags=keep_function_tags,
                    workers=workers, options=options, log=log)
 
 
@@ -99,10 +101,10 @@ def ptb_command(
 @click.option("--treebank", multiple=True, required=True, type=click.Path(exists=False),
               help="A UD treebank folder (*-ud-{train,dev,test}.conllu) or split files. Repeatable.")
 @_common_options(extra_text=True)
-def ud_command(out: str, treebank: tuple[str, ...], **kwargs: Any) -> None:
+def ud_command(out: str | None, treebank: tuple[str, ...], **kwargs: Any) -> None:
     """Universal Dependencies treebank → CoNLL-U (syntactic words), model text, len10 and vocabulary."""
     options, log = _options(kwargs)
-    preprocess_ud(out, treebank=treebank, options=options, log=log)
+    preprocess_ud(out or default_output("ud", treebank=treebank), treebank=treebank, options=options, log=log)
 
 
 @preprocess.command("text")
@@ -110,7 +112,7 @@ def ud_command(out: str, treebank: tuple[str, ...], **kwargs: Any) -> None:
 @click.option("--nltk-corpus", type=click.Choice(NLTK_CORPORA), default=None,
               help="Use an NLTK corpus as the text (brown: 57k sentences).")
 @_common_options(extra_text=False)
-def text_command(out: str, inputs: tuple[str, ...], nltk_corpus: str | None, **kwargs: Any) -> None:
+def text_command(out: str | None, inputs: tuple[str, ...], nltk_corpus: str | None, **kwargs: Any) -> None:
     """Raw text (files, - for stdin, or an NLTK corpus) → model text and vocabulary for unsupervised training."""
     options, log = _options(kwargs)
-    preprocess_text(out, inputs=inputs, nltk_corpus=nltk_corpus, options=options, log=log)
+    preprocess_text(out or default_output("text", inputs=inputs, nltk_corpus=nltk_corpus), inputs=inputs, nltk_corpus=nltk_corpus, options=options, log=log)

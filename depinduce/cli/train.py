@@ -16,12 +16,15 @@ from depinduce.training.engine import TrainOptions, train
 @click.command("train")
 @click.option("--model", "model", default=None, metavar="NAME",
               help="Registered backend to train (`depinduce models`); may come from the recipe's 'model' key.")
-@click.option("--data", "data_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Data folder made by `depinduce preprocess` (train.txt, vocab.json, dev.* when present).")
-@click.option("--out", "run_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Run directory: config.yaml, vocab.json, model.pt, last.pt, metrics.jsonl, manifest.json.")
-@click.option("--recipe", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="YAML recipe (keys model, model_config, train); see recipes/.")
+@click.option("--data", "data_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Data folder made by `depinduce preprocess` (train.txt, vocab.json, dev.* when present). "
+                   "Default: data/ptb.")
+@click.option("--out", "run_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Run directory: config.yaml, vocab.json, model.pt, last.pt, metrics.jsonl, manifest.json. "
+                   "Default: runs/NAME, or runs/NAME-2, … (an existing folder is never reused).")
+@click.option("--recipe", default=None, metavar="FILE|NAME",
+              help="YAML recipe (keys model, model_config, train), or the name of a bundled one "
+                   "(structformer-ptb-cpu, …). Default: the model's CPU recipe on CPU, its paper recipe on CUDA.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a recipe value, e.g. --set lr=1e-3 --set model_config.n_layers=4. Repeatable.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
@@ -29,7 +32,8 @@ from depinduce.training.engine import TrainOptions, train
 @click.option("--seed", type=int, default=None, help="Random seed (default: the recipe's train.seed, else 0).")
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last.pt.")
 @click.option("--max-time", type=click.FloatRange(min=0, min_open=True), default=None, metavar="MINUTES",
-              help="Stop cleanly (evaluated and checkpointed) before this many minutes have passed.")
+              help="Stop cleanly (evaluated and checkpointed) before this many minutes have passed "
+                   "(default: the recipe's train.max_time, e.g. 30 for the CPU recipes).")
 @click.option("--init-train", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Refining backends (rngtr): a CoNLL-U parse of the data folder's train.conllu (same sentences, "
                    "same order; e.g. `depinduce parse` output of any model) whose graphs the first pass reads.")
@@ -43,7 +47,7 @@ from depinduce.training.engine import TrainOptions, train
                                   "'transformers' package; nothing is downloaded).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summaries on stderr.")
 @click.option("--force", is_flag=True, help="Start over in an existing run directory (its run files are replaced).")
-def train_command(model: str | None, data_dir: Path, run_dir: Path, recipe: Path | None, overrides: tuple[str, ...],
+def train_command(model: str | None, data_dir: Path | None, run_dir: Path | None, recipe: str | None, overrides: tuple[str, ...],
                   device: str, threads: int | None, seed: int | None, resume: bool, max_time: float | None,
                   init_train: Path | None, init_dev: Path | None, warm_start: Path | None,
                   encoder_path: Path | None, quiet: bool, force: bool) -> None:
@@ -54,6 +58,6 @@ def train_command(model: str | None, data_dir: Path, run_dir: Path, recipe: Path
             overrides = (*overrides, f"train.{key}={path.resolve()}")
     if encoder_path is not None:
         overrides = (*overrides, f"model_config.encoder_path={encoder_path.resolve()}")
-    train(TrainOptions(data_dir=data_dir, run_dir=run_dir, model=model, recipe=recipe, overrides=overrides,
+    train(TrainOptions(data_dir=data_dir, run_dir=run_dir, model=model, recipe=None if recipe is None else Path(recipe), overrides=overrides,
                        device=device, threads=threads, seed=seed, resume=resume, max_time=max_time, quiet=quiet,
                        force=force))

@@ -8,6 +8,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from depinduce.errors import DepinduceError, InputError
 
 
@@ -30,6 +32,36 @@ def read_format_json(path: str | PathLike[str], what: str, fmt: str) -> dict[str
     if not isinstance(data, dict) or data.get("format") != fmt:
         raise InputError(path, None, f"not a depinduce {what} (no \"format\": \"{fmt}\")")
     return data
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a key given twice in one mapping is an error (PyYAML silently keeps the
+    last value, so a recipe could say one thing and run another)."""
+
+
+def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} appears twice (first on line {seen[key]})", key_node.start_mark)
+        seen[key] = key_node.start_mark.line + 1
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def load_yaml(text: str, path: str | PathLike[str]) -> Any:
+    """Parse YAML safely, refusing duplicate keys; any problem is one line ``FILE:LINE: not valid YAML: …``."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or exc.__class__.__name__
+        raise InputError(path, line, f"not valid YAML: {problem}") from None
 
 
 def to_json_text(data: Any) -> str:

@@ -37,16 +37,20 @@ the PTB this happens in worker processes, file by file, because it is nearly all
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -61,6 +65,7 @@ from depinduce.data.text import read_nltk_corpus, read_text_file
 from depinduce.data.ud import find_treebank_files, read_ud_file
 from depinduce.data.vocab import SPECIALS, Vocab
 from depinduce.errors import DepinduceError, InputError
+from depinduce.locking import check_force_target, exclusive, make_parent
 from depinduce.structures.dependency import reattach
 from depinduce.io import format_conllu
 from depinduce.io.conllu_format import SentIds
@@ -238,6 +243,31 @@ def _render_files(
 # ------------------------------------------------------------------------------------------ output staging
 
 
+DATA_ROOT = Path("data")
+
+
+def default_output(command: str, *, treebank: Sequence[str] = (), inputs: Sequence[str] = (),
+                   nltk_corpus: str | None = None) -> Path:
+    """Where ``preprocess`` writes without ``--out``: ``data/ptb``, ``data/<treebank folder name>`` (of a
+    folder, or of the folder holding the split files), ``data/<input stem>`` or ``data/<nltk corpus>``."""
+    if command == "ptb":
+        return DATA_ROOT / "ptb"
+    if command == "ud":
+        if not treebank:
+            raise DepinduceError("preprocess ud: give --treebank PATH")
+        first = Path(treebank[0])
+        folder = first if first.is_dir() else first.parent
+        name = folder.resolve().name
+        return DATA_ROOT / name
+    if nltk_corpus is not None:
+        return DATA_ROOT / nltk_corpus
+    named = [i for i in inputs if i != "-"]
+    if not named:
+        raise DepinduceError("preprocess text: reading stdin, so there is no name to derive the output from; "
+                             "give --out DIR")
+    return DATA_ROOT / Path(named[0]).stem
+
+
 def check_output(out: Path, force: bool) -> None:
     """Refuse an existing output (unless ``force``) before any work is done."""
     if out.exists() or out.is_symlink():
@@ -251,8 +281,15 @@ def check_output(out: Path, force: bool) -> None:
 def staged_output(out: Path, force: bool) -> Iterator[Path]:
     """A temporary folder beside ``out`` that becomes ``out`` when the block ends without error."""
     check_output(out, force)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    make_parent(out)
+    for stale in sorted(out.parent.glob(f".{glob.escape(out.name)}.*.partial")):
+        # the caller holds the folder's lock, so no live process is writing these: leftovers of a killed run
+        shutil.rmtree(stale, ignore_errors=True)
+        print(f"removed {stale}, left half-written by an interrupted preprocess", file=sys.stderr)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    except OSError as exc:
+        raise DepinduceError(f"{out}: cannot create the output folder ({exc.strerror or exc})") from None
     try:
         yield tmp
         umask = os.umask(0)
@@ -408,7 +445,7 @@ def _extra_text_views(
 # ------------------------------------------------------------------------------------------- entry points
 
 
-def preprocess_ptb(
+def _preprocess_ptb(
     out: str | Path,
     *,
     ptb_dir: str | Path | None = None,
@@ -447,7 +484,7 @@ def _require_unique_ids(splits: dict[str, list[Rendered]]) -> None:
             seen.add(r.sent_id)
 
 
-def preprocess_ud(
+def _preprocess_ud(
     out: str | Path,
     *,
     treebank: Sequence[str | Path],
@@ -479,7 +516,7 @@ def preprocess_ud(
     return write_dataset(out, Dataset("ud", source, splits, "ud", "len10", trees=False, notes=notes), options, log)
 
 
-def preprocess_text(
+def _preprocess_text(
     out: str | Path,
     *,
     inputs: Sequence[str] = (),
@@ -528,6 +565,55 @@ def preprocess_text(
     log(f"train: {counts['sentences']} sentences, {counts['words']} words; vocabulary: {len(vocab)} entries; "
         f"written to {out}")
     return json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+
+
+def _locked(command: str, out: str | Path, inputs: Sequence[str | Path | None], force: bool,
+            run: Callable[[], dict[str, object]]) -> dict[str, object]:
+    """Run one preprocess command holding the output folder's lock; SIGTERM cleans up like an error."""
+    real_inputs = [p for p in inputs if p is not None and str(p) != "-"]
+    if force:
+        check_force_target(out, real_inputs, "--out")
+    with exclusive(out, f"preprocess {command}"), terminate_as_exit():
+        return run()
+
+
+def preprocess_ptb(out: str | Path, **kwargs: Any) -> dict[str, object]:
+    """Convert the Penn Treebank (an LDC tree, or NLTK's sample) into a dataset in ``out``; returns the manifest.
+    Keywords as :func:`_preprocess_ptb`."""
+    options = kwargs.get("options", PreprocessOptions())
+    inputs = [kwargs.get("ptb_dir"), *options.extra_text]
+    return _locked("ptb", out, inputs, options.force, lambda: _preprocess_ptb(out, **kwargs))
+
+
+def preprocess_ud(out: str | Path, **kwargs: Any) -> dict[str, object]:
+    """Turn a UD treebank into a dataset in ``out``; keywords as :func:`_preprocess_ud`."""
+    options = kwargs.get("options", PreprocessOptions())
+    inputs = [*kwargs.get("treebank", ()), *options.extra_text]
+    return _locked("ud", out, inputs, options.force, lambda: _preprocess_ud(out, **kwargs))
+
+
+def preprocess_text(out: str | Path, **kwargs: Any) -> dict[str, object]:
+    """Turn raw text into a training set in ``out``; keywords as :func:`_preprocess_text`."""
+    options = kwargs.get("options", PreprocessOptions())
+    return _locked("text", out, list(kwargs.get("inputs", ())), options.force,
+                   lambda: _preprocess_text(out, **kwargs))
+
+
+@contextmanager
+def terminate_as_exit() -> Iterator[None]:
+    """SIGTERM raises SystemExit while the block runs, so the staged folder is removed as on any error."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 __all__ = [

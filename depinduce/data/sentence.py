@@ -27,8 +27,16 @@ class Sentence:
     sent_id: str | None = None
     text: str | None = None
     line: int | None = None
+    # The input line of each word (CoNLL-family readers), so an error about one token can point at it.
+    token_lines: list[int] | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     source: Any = None
 
     def __len__(self) -> int:
         return len(self.words)
+
+    def line_of(self, index: int) -> int | None:
+        """The input line of word ``index`` (0-based) when the reader knew it, else the sentence's line."""
+        if self.token_lines is not None and 0 <= index < len(self.token_lines):
+            return self.token_lines[index]
+        return self.line

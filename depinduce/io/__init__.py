@@ -20,7 +20,7 @@ from typing import TextIO
 from depinduce.data.sentence import Sentence
 from depinduce.errors import DepinduceError
 from depinduce.io.brackets import parse_brackets_text, read_brackets, tree_to_brackets, write_brackets
-from depinduce.io.conllu_format import format_conllu, parse_conllu_text, read_conllu, write_conllu
+from depinduce.io.conllu_format import format_conllu, parse_conllu_text, read_conllu, write_conllu, write_conllu_full
 from depinduce.io.conllx import format_conllx, parse_conllx_text, read_conllx, write_conllx
 from depinduce.io.detect import FORMATS, detect_format, detect_format_text
 from depinduce.io.jsonl import sentence_to_json, write_jsonl
@@ -32,6 +32,7 @@ OUTPUT_FORMATS = ("conllu", "conllx", "brackets", "jsonl")
 
 _WRITERS: dict[str, Callable[[Iterable[Sentence], TextIO], int]] = {
     "conllu": write_conllu,
+    "conllu-ud": write_conllu_full,  # parse --full-ud
     "conllx": write_conllx,
     "brackets": write_brackets,
     "jsonl": write_jsonl,
@@ -66,7 +67,9 @@ def read_sentences(
 
 
 def write_sentences(sentences: Iterable[Sentence], stream: TextIO, fmt: str) -> int:
-    """Write sentences to ``stream`` in ``fmt``, one at a time; returns how many were written."""
+    """Write sentences to ``stream`` in ``fmt``, one at a time; returns how many were written.
+
+    ``conllu`` is the MaltEval-safe form (syntactic words, no comments); ``conllu-ud`` the full UD form."""
     try:
         writer = _WRITERS[fmt]
     except KeyError:
@@ -95,6 +98,7 @@ __all__ = [
     "tree_to_brackets",
     "write_brackets",
     "write_conllu",
+    "write_conllu_full",
     "write_conllx",
     "write_jsonl",
     "write_sentences",

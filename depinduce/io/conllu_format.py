@@ -145,7 +145,9 @@ def _read_block(block: Block, name: str, check_trees: bool) -> Sentence:
         )
     except ParseException as exc:
         raise InputError(name, block.start, f"malformed CoNLL-U sentence: {exc}") from None
-    return _sentence_from_tokens(tokens, heads, block.start)
+    sentence = _sentence_from_tokens(tokens, heads, block.start)
+    sentence.token_lines = word_lines
+    return sentence
 
 
 def _column_or_none(values: list[Any]) -> list[str] | None:
@@ -334,13 +336,35 @@ def conllu_tokens(sentence: Sentence, ordinal: int, sent_ids: SentIds) -> TokenL
     return tokens
 
 
-def write_conllu(sentences: Iterable[Sentence], stream: TextIO) -> int:
-    """Write sentences as CoNLL-U, one at a time; returns how many were written."""
+def plain_conllu_tokens(sentence: Sentence, ordinal: int) -> TokenList:
+    """The sentence's syntactic words only, without comments: what MaltEval's reader takes (it accepts no
+    comment, multiword-token or empty-node line).  DEPS is emptied, since it may name the dropped empty nodes;
+    MISC (``SpaceAfter=No``) is kept.  Still valid CoNLL-U, but without the ``# sent_id``/``# text`` that
+    ``udvalidate --level 2`` asks for: that is :func:`write_conllu` with ``full=True``."""
+    full = conllu_tokens(sentence, ordinal, SentIds())
+    words = TokenList([t for t in full if isinstance(t.get("id"), int)])
+    for token in words:
+        token["deps"] = None
+    words.metadata = Metadata()
+    return words
+
+
+def write_conllu(sentences: Iterable[Sentence], stream: TextIO, *, full: bool = False) -> int:
+    """Write sentences as CoNLL-U, one at a time; returns how many were written.
+
+    By default the MaltEval-safe form (:func:`plain_conllu_tokens`); ``full`` writes the UD form with
+    ``# sent_id``/``# text``, every comment and the multiword tokens and empty nodes of CoNLL-U input."""
     sent_ids = SentIds()
     count = 0
     for count, sentence in enumerate(sentences, start=1):
-        stream.write(conllu_tokens(sentence, count, sent_ids).serialize())
+        tokens = conllu_tokens(sentence, count, sent_ids) if full else plain_conllu_tokens(sentence, count)
+        stream.write(tokens.serialize())
     return count
+
+
+def write_conllu_full(sentences: Iterable[Sentence], stream: TextIO) -> int:
+    """:func:`write_conllu` in the full UD form (``parse --full-ud``; what ``preprocess`` writes)."""
+    return write_conllu(sentences, stream, full=True)
 
 
 def format_conllu(sentence: Sentence) -> str:
@@ -356,5 +380,7 @@ __all__ = [
     "read_conllu",
     "space_after_from_text",
     "text_from_tokens",
+    "plain_conllu_tokens",
     "write_conllu",
+    "write_conllu_full",
 ]

@@ -79,6 +79,7 @@ def _read_block(block: Block, name: str, width: int, check_trees: bool) -> Sente
         heads=heads,
         deprels=_column([r[7] for r in rows]),
         line=block.start,
+        token_lines=numbers,
     )
 
 

@@ -3,7 +3,7 @@
 Every reader reports problems as ``FILE:LINE``, so the text is read whole, decoded here (a bad byte is located
 by line), and split on ``\\n`` only: ``str.splitlines`` would also split on characters such as U+2028 or U+0085
 that may legitimately occur inside a word, and shift every later line number.  The tolerated sloppiness of
-hand-made files (CRLF line ends, trailing spaces or tabs, a missing final newline, runs of blank lines, a UTF-8
+hand-made files (CRLF or bare-CR line ends, trailing spaces or tabs, a missing final newline, runs of blank lines, a UTF-8
 byte-order mark) is normalised here once.
 """
 
@@ -71,8 +71,10 @@ def decode_utf8(data: bytes, name: str) -> str:
 
 
 def read_text(path: str | PathLike[str]) -> str:
-    """The decoded text of ``path`` (``-`` = standard input)."""
-    return decode_utf8(read_bytes(path), display_name(path))
+    """The decoded text of ``path`` (``-`` = standard input), BOM dropped, every line end (CRLF, or a bare CR
+    as old Mac files have) turned into ``\n``."""
+    text = decode_utf8(read_bytes(path), display_name(path))
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def split_lines(text: str) -> list[Line]:

@@ -55,4 +55,5 @@ def _read_block(block: Block, name: str, width: int, check_trees: bool) -> Sente
         heads=heads,
         deprels=[r[3] for r in rows] if width == 4 else None,
         line=block.start,
+        token_lines=numbers,
     )

@@ -133,9 +133,13 @@ def evaluate(
     if max_length is not None and max_length < 1:
         raise DepinduceError(f"--max-length must be at least 1, not {max_length}")
     if len(gold) != len(pred):
-        raise DepinduceError(
-            f"{gold_name} has {len(gold)} sentences but {pred_name} has {len(pred)}; "
-            "a prediction needs exactly one sentence per gold sentence"
+        # point at the first sentence without a counterpart, in the longer file
+        longer, name, other = (pred, pred_name, gold_name) if len(pred) > len(gold) else (gold, gold_name, pred_name)
+        first = longer[min(len(gold), len(pred))]
+        raise InputError(
+            name, first.line,
+            f"sentence {min(len(gold), len(pred)) + 1} has no counterpart in {other}: {gold_name} has {len(gold)} "
+            f"sentences but {pred_name} has {len(pred)}; a prediction needs exactly one sentence per gold sentence"
         )
     gold_heads = _has_all(gold, "heads", gold_name)
     pred_heads = _has_all(pred, "heads", pred_name)
@@ -283,7 +287,7 @@ class _SentenceScorer:
             detail = f"; the first unexpected token is {where + 1} '{p.words[where]}'"
         raise InputError(
             self.pred_name,
-            p.line,
+            p.line_of(where) if where < len(p.words) else p.line,
             f"sentence {number}{_sent_id(g)}: the prediction has {len(p.words)} tokens but the gold "
             f"({self.gold_name}) has {n_full}, {n} without punctuation{detail}",
         )
@@ -317,7 +321,7 @@ class _SentenceScorer:
             which = "" if full else " (punctuation-free sequence)"
             raise InputError(
                 self.pred_name,
-                p.line,
+                p.line_of(i),
                 f"sentence {number}{_sent_id(g)}: token {i + 1}{which} is '{pf}' in the prediction but "
                 f"'{gf}' in the gold ({self.gold_name})",
             )

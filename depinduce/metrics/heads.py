@@ -74,11 +74,14 @@ class HeadLabelCorrelation:
         return self.heads[column], float(values[column])
 
     def write_csv(self, path: Path) -> None:
-        with path.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["label", "edges"] + [head_name(h) for h in self.heads])
-            for label, count, row in zip(self.labels, self.counts, self.matrix.tolist()):
-                writer.writerow([label, count] + ["nan" if math.isnan(v) else f"{v:.6f}" for v in row])
+        try:
+            with path.open("w", newline="", encoding="utf-8") as handle:
+                writer = csv.writer(handle)
+                writer.writerow(["label", "edges"] + [head_name(h) for h in self.heads])
+                for label, count, row in zip(self.labels, self.counts, self.matrix.tolist()):
+                    writer.writerow([label, count] + ["nan" if math.isnan(v) else f"{v:.6f}" for v in row])
+        except OSError as exc:
+            raise DepinduceError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def head_name(head: tuple[int, int]) -> str:

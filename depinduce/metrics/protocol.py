@@ -49,7 +49,8 @@ KEEP_PUNCT_TEXT = "Every token is scored (--keep-punct), as UD's CoNLL 2018 scor
 
 ROOT_TEXT = (
     "Root encoding: head 0 = ROOT; in UDA the root edge of word i is the unordered pair {i, 0}. Root accuracy: "
-    "share of sentences whose predicted root word(s) are exactly the gold root word(s)."
+    "share of sentences whose predicted root word(s) are exactly the gold root word(s). A predicted self-loop "
+    "(HEAD = own ID) is a wrong head in every metric and not a root."
 )
 
 DDA_TEXT = (

@@ -35,6 +35,9 @@ class Capabilities:
     whole_sentences: bool = False
     # Refines a given initial dependency graph (``parse --init``, ``--iterations``).
     refines: bool = False
+    # Gives ``ParseScores.fixed_heads`` instead of a score matrix: memory linear in the sentence length, so
+    # ``parse --max-words`` does not apply.
+    fixed_tree: bool = False
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -57,6 +60,9 @@ class ParseScores:
     # the decoder has chosen the heads, so every decoder gets labelled trees.
     labels: torch.Tensor | None = None
     label_names: Sequence[str] | None = None
+    # A tree the backend decides without scores (the fixed baselines): n heads, 0 = ROOT.  Every decoder would
+    # return it, so the pipeline takes it as is and no (n+1)×(n+1) matrix is ever built — any length parses.
+    fixed_heads: Sequence[int] | None = None
 
 
 class Backend(ABC):
@@ -69,6 +75,9 @@ class Backend(ABC):
     name: ClassVar[str]
     description: ClassVar[str] = ""
     capabilities: ClassVar[Capabilities]
+    # Trainable backends: the bundled recipe (``depinduce/recipes/NAME.yaml``) that ``train --model NAME`` uses
+    # without --recipe, by device kind: ``cpu`` (sized for a CPU budget) and ``cuda`` (the paper's setting).
+    default_recipes: ClassVar[dict[str, str]] = {}
 
     @classmethod
     @abstractmethod

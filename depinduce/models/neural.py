@@ -18,14 +18,16 @@ loaded with ``weights_only=True``), and ``tags.json`` for backends with ``needs_
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
-import yaml
 
+
+from depinduce.data.files import load_yaml, read_text_file
 from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
 from depinduce.errors import DepinduceError
@@ -42,12 +44,20 @@ def build_config(config_class: type, values: Mapping[str, Any] | None, *, where:
     return config_class(**values)
 
 
+def torch_load_weights_only(path: Path) -> Any:
+    """``torch.load(path, weights_only=True)`` on CPU, with torch's own warnings about foreign pickles silenced:
+    the caller turns a refused file into its one-line error, and nothing else may reach stderr."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
 def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
     """Read a checkpoint with ``weights_only=True``; a missing, corrupted or foreign file is a one-line error."""
     if not path.is_file():
         raise DepinduceError(f"{path}: checkpoint not found")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = torch_load_weights_only(path)
     except Exception as exc:  # torch raises many types for truncated/foreign files
         raise DepinduceError(f"{path}: not a readable depinduce checkpoint ({exc.__class__.__name__})") from exc
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
@@ -98,10 +108,9 @@ class NeuralBackend(Backend, torch.nn.Module):
                 f"'depinduce train --model {cls.name}' to --model"
             )
         config_path = run_dir / "config.yaml"
-        try:
-            config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise DepinduceError(f"{config_path}: unreadable run configuration ({exc.__class__.__name__})") from exc
+        config = load_yaml(read_text_file(config_path, "run configuration"), config_path) or {}
+        if not isinstance(config, dict):
+            raise DepinduceError(f"{config_path}: not a run configuration (a mapping with model, model_config)")
         vocab = Vocab.load(run_dir / "vocab.json")
         tags = TagVocab.load(run_dir / "tags.json") if cls.needs_tags else None
         model = cls.from_config(config.get("model_config"), vocab, where=str(config_path), tags=tags)

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
-import yaml
-
+from depinduce.data.files import load_yaml, read_text_file
 from depinduce.errors import DepinduceError
 from depinduce.models.base import Backend
+from depinduce.models.bundled import BUNDLED_NAME, verified_bundled_dir
 
 GROUP = "depinduce.models"
 
@@ -77,18 +77,18 @@ def run_dir_model_name(run_dir: Path) -> str:
     config_path = run_dir / "config.yaml"
     if not config_path.is_file():
         raise DepinduceError(f"{run_dir}: not a run directory (no config.yaml)")
-    try:
-        config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise DepinduceError(f"{config_path}: unreadable config ({exc.__class__.__name__})") from exc
+    config = load_yaml(read_text_file(config_path, "run configuration"), config_path)
     if not isinstance(config, dict) or not isinstance(config.get("model"), str):
         raise DepinduceError(f"{config_path}: no 'model' key naming the backend")
     return config["model"]
 
 
 def load_model(name_or_run_dir: str, *, device: str = "cpu", seed: int = 0) -> Backend:
-    """A ready backend from a registered name (untrained baselines) or a run directory (trained models)."""
+    """A ready backend from a registered name (untrained baselines), a run directory (trained models) or
+    ``default`` (the bundled model, unless a folder of that name is here)."""
     path = Path(name_or_run_dir)
+    if name_or_run_dir == BUNDLED_NAME and not path.is_dir():
+        path = verified_bundled_dir()
     if path.is_dir():
         return backend_class(run_dir_model_name(path)).load(path, device=device, seed=seed)
     return backend_class(name_or_run_dir).load(None, device=device, seed=seed)

@@ -57,7 +57,8 @@ def reattach(heads: Sequence[int], keep: Sequence[bool]) -> list[int]:
 
     Returns heads over the kept words only, renumbered (0 = ROOT).  This is the protocol's rule for removing
     punctuation from gold and predicted trees; it also works on non-trees (an argmax decode with a cycle): a walk
-    that revisits a word ends at ROOT rather than looping.
+    that revisits another word ends at ROOT rather than looping, and a word whose walk returns to itself (a
+    self-loop) keeps itself as head, which scores as wrong.
     """
     n = len(heads)
     new_index = [0] * (n + 1)
@@ -78,8 +79,9 @@ def reattach(heads: Sequence[int], keep: Sequence[bool]) -> list[int]:
                 break
             seen.add(h)
             h = heads[h - 1]
-        # a walk that comes back to the word itself (a cycle through removed words) has no kept ancestor
-        out.append(new_index[h] if 0 < h <= n and h != i else 0)
+        # A word that heads itself — directly, or by a cycle through removed words — stays a self-loop: a wrong
+        # head for every metric, never a root attachment (which it would otherwise score as).
+        out.append(new_index[h] if 0 < h <= n else 0)
     return out
 
 

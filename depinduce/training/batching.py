@@ -18,25 +18,21 @@ import torch
 
 from depinduce.data.vocab import Vocab
 from depinduce.errors import DepinduceError, InputError
+from depinduce.io.lines import display_name, read_text
 from depinduce.models.neural import pad_batch
 
 
 def read_corpus(path: Path, vocab: Vocab) -> list[list[int]]:
-    """Index rows of a model-view file (``train.txt``/``dev.txt``: one normalised sentence per line).
+    """Index rows of a model-view file (``train.txt``/``dev.txt``: one normalised sentence per line; ``-`` =
+    standard input).
 
     The words were normalised by ``preprocess`` already, so they are looked up as they are; blank lines are
     skipped.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DepinduceError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise InputError(path, line, "not valid UTF-8") from None
-    rows = [vocab.encode(line.split(), normalize=False) for line in text.splitlines() if line.strip()]
+    text = read_text(path)  # "-" = stdin; one reader, so errors read as everywhere else
+    rows = [vocab.encode(line.split(), normalize=False) for line in text.split("\n") if line.strip()]
     if not rows:
-        raise InputError(path, None, "no sentences")
+        raise InputError(display_name(path), None, "no sentences")
     return rows
 
 

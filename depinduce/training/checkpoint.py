@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from depinduce.errors import DepinduceError
+from depinduce.models.neural import torch_load_weights_only
 
 FORMAT = "depinduce-train-state"
 VERSION = 1
@@ -113,7 +114,7 @@ def load_train_state(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise DepinduceError(f"{path}: no training checkpoint to resume from")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = torch_load_weights_only(path)
     except Exception as exc:  # truncated zip, pickle garbage, a foreign object: torch raises many types
         raise DepinduceError(
             f"{path}: not a readable depinduce checkpoint ({exc.__class__.__name__}); "

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import yaml
 
-from depinduce.data.files import read_text_file
+from depinduce.data.files import load_yaml, read_text_file
 from depinduce.errors import DepinduceError, InputError
 
 SelectMetric = Literal[
@@ -93,6 +93,9 @@ class TrainConfig:
     # Start from the weights (model.pt) of another run of the same backend on the same vocabulary, e.g. RNGTr
     # from a trained SynTr — `depinduce train --warm-start RUN_DIR` sets it (absolute path).
     warm_start: str | None = None
+    # Minutes this recipe is sized for: training stops cleanly (evaluated, checkpointed) within them; --max-time
+    # overrides it; null: no budget (the epochs decide).  Per invocation, as --max-time.
+    max_time: float | None = None
     # DDP only: set when the backend has parameters that some batches do not use.
     find_unused_parameters: bool = False
 
@@ -119,6 +122,8 @@ class TrainConfig:
         for name in ("warmup_steps", "eval_every", "checkpoint_every"):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must not be negative")
+        if self.max_time is not None and not (self.max_time > 0 and math.isfinite(self.max_time)):
+            problems.append("max_time must be a positive number of minutes (or null)")
         if self.patience is not None and self.patience < 1:
             problems.append("patience must be at least 1 (or null)")
         if self.lm_mode == "continuous" and self.batch_tokens < self.bptt:
@@ -291,14 +296,7 @@ TOP_KEYS = ("model", "model_config", "train")
 def load_recipe(path: str | Path) -> dict[str, Any]:
     """Read a recipe file into its raw mapping (``model`` / ``model_config`` / ``train``), checking its shape."""
     path = Path(path)
-    text = read_text_file(path, "recipe")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or exc.__class__.__name__
-        raise InputError(path, line, f"not valid YAML: {problem}") from None
+    data = load_yaml(read_text_file(path, "recipe"), path)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -347,6 +345,9 @@ def resolve_config(
     train_types = field_types(TrainConfig)
     model_values = _checked(recipe.get("model_config") or {}, model_types, "model_config", where)
     train_values = _checked(recipe.get("train") or {}, train_types, "train", where)
+    # each source is checked when it is applied, so a bad value is blamed on the recipe or on its --set
+    TrainConfig(**train_values).validate(where)
+    _build_model_config(model_config_class, model_values, where)
     for item in overrides:
         key, raw = parse_override(item)
         section, field_name = _locate(key, model_types, train_types)
@@ -354,15 +355,23 @@ def resolve_config(
         value = parse_text_value(raw, types_[field_name])
         checked = _checked({field_name: value}, types_, section, f"--set {item}")
         (model_values if section == "model_config" else train_values).update(checked)
+        if section == "train":
+            TrainConfig(**train_values).validate(f"--set {item}")
+        else:
+            _build_model_config(model_config_class, model_values, f"--set {item}")
     if seed is not None:
         train_values["seed"] = seed
     train = TrainConfig(**train_values)
-    train.validate(where)
+    train.validate("--seed" if seed is not None else where)
+    model_config = _build_model_config(model_config_class, model_values, where)
+    return ResolvedConfig(name, _plain(dataclasses.asdict(model_config)), train)
+
+
+def _build_model_config(model_config_class: type, values: Mapping[str, Any], where: str) -> Any:
     try:
-        model_config = model_config_class(**model_values)
+        return model_config_class(**values)
     except (TypeError, ValueError) as exc:
         raise DepinduceError(f"{where}: invalid model_config ({exc})") from exc
-    return ResolvedConfig(name, _plain(dataclasses.asdict(model_config)), train)
 
 
 def _locate(key: str, model_types: Mapping[str, Any], train_types: Mapping[str, Any]) -> tuple[str, str]:

@@ -23,8 +23,8 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -35,9 +35,10 @@ from tqdm import tqdm
 from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
 from depinduce.errors import DepinduceError
+from depinduce.locking import exclusive
 from depinduce.models.neural import NeuralBackend, load_state_dict
 from depinduce.models.registry import backend_class
-from depinduce.training import batching, distributed
+from depinduce.training import batching, defaults, distributed
 from depinduce.training.checkpoint import (
     FORMAT, VERSION, atomic_torch_save, capture_rng, cpu_state_dict, load_train_state, restore_rng, save_model,
     state_digest,
@@ -62,8 +63,8 @@ def _stderr(message: str) -> None:
 class TrainOptions:
     """What ``depinduce train`` was asked to do (the CLI's options, as the library takes them)."""
 
-    data_dir: Path
-    run_dir: Path
+    data_dir: Path | None = None  # None: data/ptb (see :mod:`.defaults`)
+    run_dir: Path | None = None  # None: runs/NAME, runs/NAME-2, … (never an existing folder)
     model: str | None = None
     recipe: Path | None = None
     overrides: tuple[str, ...] = ()
@@ -159,13 +160,60 @@ def train(options: TrainOptions, log: Log = _stderr) -> TrainResult:
         raise DepinduceError("--threads must be at least 1")
     context = distributed.setup(options.device)
     try:
-        trainer = Trainer(options, context, log if (context.is_main and not options.quiet) else (lambda _: None))
-        result = trainer.run()
+        shown = log if (context.is_main and not options.quiet) else (lambda _: None)
+        options, chosen = _with_defaults(options, context)
+        with ExitStack() as stack:
+            if context.is_main:  # one writer per run directory; other ranks write nothing
+                stack.enter_context(exclusive(options.run_dir, "train"))
+            trainer = Trainer(options, context, shown)
+            if chosen:  # said once the settings are known to be valid, so an error stays a single line
+                shown(chosen)
+            result = trainer.run()
         # every rank done before the group goes away: a rank whose peer tears gloo down mid-exchange aborts
         context.barrier()
         return result
     finally:
         distributed.teardown(context)
+
+
+def _with_defaults(options: TrainOptions, context: distributed.DistContext) -> tuple[TrainOptions, str | None]:
+    """Fill in what the user left out (data folder, run directory, recipe); the line saying what was chosen."""
+    chosen: list[str] = []
+    data_dir = defaults.default_data_dir(options.data_dir)
+    if options.data_dir is None:
+        chosen.append(f"data {data_dir}")
+    recipe = options.recipe
+    if recipe is not None:
+        recipe = defaults.recipe_path(recipe)
+    run_dir = options.run_dir
+    if options.resume:
+        if run_dir is None:
+            raise DepinduceError("--resume needs --out RUN_DIR: the run to continue")
+        return replace(options, data_dir=data_dir, recipe=recipe), None
+    name = options.model or (load_recipe(recipe).get("model") if recipe is not None else None)
+    if name is None:
+        raise DepinduceError("no model given: pass --model NAME or a recipe with a 'model' key")
+    if recipe is None:
+        recipe = defaults.default_recipe(trainable_class(name).default_recipes, context.device.type, name)
+        chosen.append(f"recipe {recipe.stem if recipe else 'none (the backend defaults)'}"
+                      + (f" ({recipe})" if recipe else ""))
+    if run_dir is None:
+        if context.distributed:
+            raise DepinduceError("under torchrun give --out RUN_DIR: every rank must write to the same run")
+        run_dir = defaults.fresh_run_dir(name)
+        chosen.append(f"run directory {run_dir}")
+    line = None
+    if chosen:
+        budget = options.max_time
+        if budget is None and recipe is not None:
+            budget = load_recipe(recipe).get("train", {}).get("max_time")
+        chosen.append(f"time budget {_fmt_minutes(budget)}")
+        line = f"train {name}: " + ", ".join(chosen)
+    return replace(options, data_dir=data_dir, run_dir=run_dir, recipe=recipe), line
+
+
+def _fmt_minutes(minutes: float | None) -> str:
+    return "none (until the recipe's epochs end)" if minutes is None else f"{minutes:g} minutes"
 
 
 class Trainer:
@@ -176,17 +224,23 @@ class Trainer:
         self.context = context
         self.log = log
         self.started = time.monotonic()
-        self.deadline = None if options.max_time is None else self.started + options.max_time * 60.0
         if options.threads is not None:
             torch.set_num_threads(options.threads)
         self.run_dir = RunDir(Path(options.run_dir))
         self.data_dir = Path(options.data_dir)
         if not (self.data_dir / "train.txt").is_file():
             raise DepinduceError(f"{self.data_dir}: no train.txt; make the data folder with `depinduce preprocess`")
-        check_run_dir(self.run_dir.path, force=options.force, resume=options.resume)
+        check_run_dir(self.run_dir.path, force=options.force, resume=options.resume, data_dir=self.data_dir)
+        if options.resume:
+            # before the data are read: resuming on other data is reported as that, not as what it breaks later
+            self.run_dir.check_resume_data(self.data_dir)
+            self.run_dir.check_resume_config()
         context.barrier()  # every rank has checked before rank 0 creates anything
         self.config = self._resolve_config()
         self.train_config = self.config.train
+        # --max-time, else the recipe's own budget (train.max_time); either is per invocation
+        budget = options.max_time if options.max_time is not None else self.train_config.max_time
+        self.deadline = None if budget is None else self.started + budget * 60.0
         self.model_class = trainable_class(self.config.model)
         self.gold: GoldData | None = None
         self.tags: TagVocab | None = None

@@ -30,6 +30,7 @@ import torch
 import depinduce
 from depinduce.checksum import sha256_file
 from depinduce.errors import DepinduceError
+from depinduce.locking import absolute
 from depinduce.training.checkpoint import atomic_write_text
 
 RUN_FILES = ("config.yaml", "vocab.json", "tags.json", "model.pt", "last.pt", "metrics.jsonl", "manifest.json")
@@ -38,21 +39,34 @@ MANIFEST_FORMAT = "depinduce-run"
 DATA_FILES = ("train.txt", "vocab.json", "dev.txt", "dev.conllu", "dev.trees", "train.conllu")
 
 
-def check_run_dir(run_dir: Path, *, force: bool, resume: bool) -> None:
-    """Refuse to clobber a run by accident; ``--resume`` needs a run to continue."""
+def check_run_dir(run_dir: Path, *, force: bool, resume: bool, data_dir: Path | None = None) -> None:
+    """Refuse to clobber a run by accident; ``--resume`` needs a run to continue; ``--force`` replaces a run,
+    never a folder that is not one, and never the data."""
     if force and resume:
         raise DepinduceError("--force starts over and --resume continues; choose one")
+    if data_dir is not None:
+        run, data = absolute(run_dir), absolute(data_dir)
+        if run == data or data in run.parents or run in data.parents:
+            raise DepinduceError(f"--out {run_dir} and --data {data_dir} overlap; a run directory must be a folder "
+                                 "of its own, apart from the data")
     if resume:
         if not (run_dir / "config.yaml").is_file():
             raise DepinduceError(f"{run_dir}: not a run directory (no config.yaml); nothing to resume")
-        if not (run_dir / "last.pt").is_file():
+        last = run_dir / "last.pt"
+        if last.exists() and not last.is_file():
+            raise DepinduceError(f"{last}: is not a file; the run's checkpoint must be a file")
+        if not last.is_file():
             raise DepinduceError(f"{run_dir}: no last.pt; the run never reached its first checkpoint — "
                                  "start over with --force")
         return
     if run_dir.exists() and not run_dir.is_dir():
         raise DepinduceError(f"{run_dir} exists and is not a folder; choose another --out")
-    if run_dir.is_dir() and any(run_dir.iterdir()) and not force:
-        raise DepinduceError(f"{run_dir} already exists; use --resume to continue it or --force to start over")
+    if run_dir.is_dir() and any(run_dir.iterdir()):
+        if not force:
+            raise DepinduceError(f"{run_dir} already exists; use --resume to continue it or --force to start over")
+        if not (run_dir / "config.yaml").is_file():
+            raise DepinduceError(f"{run_dir}: not a run directory (no config.yaml); --force replaces runs only, "
+                                 "so choose another --out")
 
 
 def clear_run_files(run_dir: Path) -> None:
@@ -120,7 +134,11 @@ class RunDir:
                tags_json: str | None = None) -> None:
         """Lay out a fresh run: the config, the vocabulary the model indexes (the data folder's unless the run
         built its own, as supervised runs do over every token) and, for tag-reading models, ``tags.json``."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            reason = "a file is in the way" if isinstance(exc, (FileExistsError, NotADirectoryError)) else exc.strerror
+            raise DepinduceError(f"{self.path}: cannot create the run directory ({reason or exc})") from None
         atomic_write_text(self.config, config_yaml)
         atomic_write_text(self.vocab, vocab_json if vocab_json is not None
                           else (data_dir / "vocab.json").read_text(encoding="utf-8"))
@@ -143,16 +161,7 @@ class RunDir:
         }
         if resumed_from_step is not None:
             manifest = self.read_manifest()
-            recorded = manifest.get("data", {}).get("files", {})
-            # Only the files the run recorded: one it did not record is one its version never read (runs made
-            # before the supervised path did not checksum train.conllu) — refusing those would strand the run.
-            changed = sorted(name for name in recorded
-                             if recorded[name].get("sha256") != checksums.get(name, {}).get("sha256"))
-            if changed:
-                raise DepinduceError(
-                    f"{data_dir}: {', '.join(changed)} changed since this run started "
-                    f"(checksums differ from {self.manifest}); refusing to resume on different data"
-                )
+            self.check_resume_data(data_dir, checksums)
             manifest.setdefault("runs", []).append(entry)
         else:
             data_manifest = data_dir / "manifest.json"
@@ -175,9 +184,36 @@ class RunDir:
                     "platform": platform.platform(),
                 },
                 "data": {"dir": str(data_dir.resolve()), "files": checksums, "preprocess": source},
+                # what --resume checks: the run continues with these settings, so an edited config.yaml is refused
+                "config_sha256": sha256_file(self.config),
                 "runs": [entry],
             }
         self.write_manifest(manifest)
+
+    def check_resume_data(self, data_dir: Path, checksums: Mapping[str, Any] | None = None) -> None:
+        """Refuse to resume on data other than the run's: a recorded file that changed or disappeared."""
+        if checksums is None:
+            checksums = data_checksums(data_dir)
+        recorded = self.read_manifest().get("data", {}).get("files", {})
+        # Only the files the run recorded: one it did not record is one its version never read (runs made
+        # before the supervised path did not checksum train.conllu) — refusing those would strand the run.
+        changed = sorted(name for name in recorded
+                         if recorded[name].get("sha256") != checksums.get(name, {}).get("sha256"))
+        if changed:
+            raise DepinduceError(
+                f"{data_dir}: {', '.join(changed)} changed since this run started, or is not the run's data "
+                f"folder (checksums differ from {self.manifest}); refusing to resume on different data"
+            )
+
+    def check_resume_config(self) -> None:
+        """``--resume`` continues with the settings the run started with; an edit of ``config.yaml`` (which
+        would say otherwise) is refused, not silently ignored.  Runs made before the checksum existed pass."""
+        expected = self.read_manifest().get("config_sha256")
+        if expected is not None and self.config.is_file() and sha256_file(self.config) != expected:
+            raise DepinduceError(
+                f"{self.config}: edited since the run started; --resume continues with the settings the run "
+                f"started with, so undo the edit — or start a new run with those settings: "
+                f"--recipe {self.config} --out NEW_DIR")
 
     def read_manifest(self) -> dict[str, Any]:
         try:

@@ -1,8 +1,9 @@
 """Trivial baselines: left-branching, right-branching and random trees.
 
 They are the sanity anchors of every evaluation (evaluation.md) and exercise the whole pipeline without training.
-Each produces both outputs: a head-score matrix whose best tree is the baseline's tree (so every decoder returns
-it), and split distances whose top-down tree is the baseline's binary constituency tree.
+Each produces both outputs: heads (left/right-branching give their tree itself, which every decoder would return,
+so no score matrix is built and any length parses; random gives random scores for the chosen decoder) and split
+distances whose top-down tree is the baseline's binary constituency tree.
 """
 
 from __future__ import annotations
@@ -16,15 +17,8 @@ from depinduce.errors import DepinduceError
 from depinduce.models.base import Backend, Capabilities, ParseScores
 
 _BASELINE = Capabilities(dependency=True, constituency=True, trainable=False, supervised=False, objective="none")
-
-
-def _one_hot_heads(heads: Sequence[int]) -> torch.Tensor:
-    """Log-probability matrix that puts all mass on the given heads (−inf elsewhere)."""
-    n = len(heads)
-    scores = torch.full((n + 1, n + 1), float("-inf"))
-    for i, h in enumerate(heads, start=1):
-        scores[i, h] = 0.0
-    return scores
+_FIXED = Capabilities(dependency=True, constituency=True, trainable=False, supervised=False, objective="none",
+                      fixed_tree=True)
 
 
 class _FixedBaseline(Backend):
@@ -47,6 +41,7 @@ class RightBranching(_FixedBaseline):
 
     name = "right-branching"
     description = "head = next word, last word is root; right-branching binary tree"
+    capabilities = _FIXED
 
     def parse_scores(self, sentences: Sequence[Sequence[str]]) -> list[ParseScores]:
         out = []
@@ -55,7 +50,7 @@ class RightBranching(_FixedBaseline):
             heads = [i + 1 for i in range(1, n)] + ([0] if n else [])
             # Decreasing distances: the top split is after the first word, then after the second, ...
             distances = torch.arange(n - 1, 0, -1, dtype=torch.float)
-            out.append(ParseScores(heads=_one_hot_heads(heads), distances=distances))
+            out.append(ParseScores(fixed_heads=heads, distances=distances))
         return out
 
 
@@ -64,6 +59,7 @@ class LeftBranching(_FixedBaseline):
 
     name = "left-branching"
     description = "head = previous word, first word is root; left-branching binary tree"
+    capabilities = _FIXED
 
     def parse_scores(self, sentences: Sequence[Sequence[str]]) -> list[ParseScores]:
         out = []
@@ -71,7 +67,7 @@ class LeftBranching(_FixedBaseline):
             n = len(words)
             heads = list(range(0, n))
             distances = torch.arange(1, n, dtype=torch.float)
-            out.append(ParseScores(heads=_one_hot_heads(heads), distances=distances))
+            out.append(ParseScores(fixed_heads=heads, distances=distances))
         return out
 
 

@@ -67,6 +67,7 @@ class ProbFormer(MaskedLMBackend):
     name = "probformer"
     description = "Probabilistic Transformer (Wu and Tu 2023): CRF over latent labels and heads, mean-field inference"
     capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=False, objective="mlm")
+    default_recipes = {"cpu": "probformer-ptb-cpu", "cuda": "probformer-ptb"}
     config_class = ProbFormerConfig
 
     def __init__(self, config: ProbFormerConfig, vocab: Vocab) -> None:

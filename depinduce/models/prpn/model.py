@@ -59,6 +59,7 @@ class PRPN(NeuralBackend):
     name = "prpn"
     description = "PRPN (Shen et al. 2018): language model with distance-gated skip connections; constituency"
     capabilities = Capabilities(dependency=False, constituency=True, trainable=True, supervised=False, objective="lm")
+    default_recipes = {"cpu": "prpn-ptb-cpu", "cuda": "prpn-ptb"}
     config_class = PRPNConfig
 
     def __init__(self, config: PRPNConfig, vocab: Vocab) -> None:

@@ -34,6 +34,7 @@ class RNGTr(NeuralBackend):
                    "and refines any initial parse; reads UPOS, predicts labels")
     capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=True,
                                 objective="supervised", whole_sentences=True, refines=True)
+    default_recipes = {"cpu": "rngtr-ud-cpu", "cuda": "rngtr-ud"}
     config_class = RNGTrConfig
     needs_tags: ClassVar[bool] = True
 

@@ -25,7 +25,7 @@ def _transformers() -> Any:
     try:
         transformers = importlib.import_module("transformers")
     except ImportError:
-        raise DepinduceError("encoder_path needs the 'transformers' package (pip install transformers); "
+        raise DepinduceError("encoder_path needs the 'transformers' package (pip install 'depinduce[bert]'); "
                              "the default encoder is trained from scratch without it") from None
     transformers.utils.logging.set_verbosity_error()  # results and errors are depinduce's to report
     transformers.utils.logging.disable_progress_bar()

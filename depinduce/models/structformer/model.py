@@ -58,6 +58,7 @@ class StructFormer(MaskedLMBackend):
     name = "structformer"
     description = "StructFormer (Shen et al. 2021): masked-LM transformer with dependency-constrained attention"
     capabilities = Capabilities(dependency=True, constituency=True, trainable=True, supervised=False, objective="mlm")
+    default_recipes = {"cpu": "structformer-ptb-cpu", "cuda": "structformer-ptb"}
     config_class = StructFormerConfig
 
     def __init__(self, config: StructFormerConfig, vocab: Vocab) -> None:

@@ -45,6 +45,7 @@ class UDGN(MaskedLMBackend):
     name = "udgn"
     description = "UDGN (Shen et al. 2022): masked LM over a parser-predicted soft dependency graph"
     capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=False, objective="mlm")
+    default_recipes = {"cpu": "udgn-ptb-cpu", "cuda": "udgn-ptb"}
     config_class = UDGNConfig
 
     def __init__(self, config: UDGNConfig, vocab: Vocab) -> None:

@@ -1,0 +1,87 @@
+"""The model ``parse`` uses when no ``--model`` is given: the newest finished run under ``./runs``, else the
+bundled default model shipped inside the package.
+
+The bundled model is an ordinary run directory (``config.yaml``, ``vocab.json``, ``model.pt``) in
+``depinduce/bundled/default/`` plus ``card.json``: how it was trained (commands, data checksums), its licence and
+its scores beside right-branching's, measured by ``parse`` + ``eval``.  ``card.json`` records the sha256 of
+``model.pt``, and loading refuses a file that does not match its card.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from depinduce.checksum import sha256_file
+from depinduce.errors import DepinduceError
+
+BUNDLED_NAME = "default"
+RUNS_DIR = Path("runs")
+
+
+def bundled_dir() -> Path:
+    return Path(str(resources.files("depinduce") / "bundled" / BUNDLED_NAME))
+
+
+def model_card() -> dict[str, Any]:
+    """The bundled model's card (``card.json``)."""
+    path = bundled_dir() / "card.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DepinduceError(f"{path}: the bundled model's card is missing or unreadable ({exc}); "
+                             "reinstall depinduce") from exc
+
+
+def verified_bundled_dir() -> Path:
+    """The bundled model's folder, after checking ``model.pt`` against the checksum on its card."""
+    folder = bundled_dir()
+    expected = model_card().get("model_sha256")
+    weights = folder / "model.pt"
+    if not weights.is_file() or sha256_file(weights) != expected:
+        raise DepinduceError(f"{weights}: missing or does not match its card's sha256; reinstall depinduce")
+    return folder
+
+
+def _finished(run_dir: Path) -> float | None:
+    """When the run last finished (manifest.json's modification time), or None if it has not (no model.pt, or
+    its latest start has no 'finished' record)."""
+    if not (run_dir / "model.pt").is_file() or not (run_dir / "config.yaml").is_file():
+        return None
+    manifest = run_dir / "manifest.json"
+    try:
+        runs = json.loads(manifest.read_text(encoding="utf-8")).get("runs") or []
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not runs or not isinstance(runs[-1], dict) or "finished" not in runs[-1]:
+        return None
+    return manifest.stat().st_mtime
+
+
+def newest_finished_run(root: Path = RUNS_DIR) -> Path | None:
+    """The most recently finished run directly under ``root``."""
+    if not root.is_dir():
+        return None
+    finished = [(when, path) for path in root.iterdir() if path.is_dir() and (when := _finished(path)) is not None]
+    return max(finished)[1] if finished else None
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """What ``parse`` will load and the line that tells the user why."""
+
+    target: str  # a run directory or a registered name, as load_model takes it
+    reason: str
+
+
+def default_model_choice(root: Path = RUNS_DIR) -> ModelChoice:
+    run = newest_finished_run(root)
+    if run is not None:
+        return ModelChoice(str(run), f"parse: using {run} (the most recently finished run under {root}/)")
+    card = model_card()
+    return ModelChoice(BUNDLED_NAME, f"parse: no finished run under {root}/; using the bundled default model "
+                                     f"({card.get('summary', card.get('backend', ''))}; `depinduce models` shows "
+                                     "its card)")
