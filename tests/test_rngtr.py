@@ -355,7 +355,7 @@ def test_ewt_slice_output_passes_the_ud_validator_and_scorer(ewt_dir: Path, tmp_
     trained = runner.invoke(cli, ["train", "--recipe", str(RECIPE), "--data", str(data), "--out", str(run),
                                   "--quiet", "--threads", "1", *_sets("train.epochs=1")])
     assert trained.exit_code == 0, trained.output
-    parsed = runner.invoke(cli, ["parse", "--model", str(run), "--input-format", "conllu", "--quiet",
+    parsed = runner.invoke(cli, ["parse", "--model", str(run), "--input-format", "conllu", "--full-ud", "--quiet",
                                  str(data / "dev.conllu")])
     assert parsed.exit_code == 0, parsed.output
     pred = tmp_path / "dev.pred.conllu"

@@ -72,5 +72,6 @@ def _card_table(card: dict) -> Table:
         ours, baseline = result["model"], result["right-branching"]
         table.add_row(result["data"], f"DDA {ours['dda']:.1f} / UDA {ours['uda']:.1f}   "
                                       f"(right-branching {baseline['dda']:.1f} / {baseline['uda']:.1f})")
+    table.add_row("decoder", f"{card.get('decoder', 'mst')} (chosen by {card.get('decoder_choice', {}).get('by', '-')})")
     table.add_row("scored by", card["protocol"])
     return table

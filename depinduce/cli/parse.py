@@ -28,8 +28,9 @@ from depinduce.structures.decode import DECODERS
 @click.option("--full-ud", is_flag=True,
               help="With conllu: the full UD form — # sent_id and # text comments, and the multiword tokens and "
                    "empty nodes of CoNLL-U input (passes udvalidate --level 2; MaltEval cannot read it).")
-@click.option("--decoder", type=click.Choice(DECODERS), default="mst", show_default=True,
-              help="Dependency decoder: single-root maximum spanning tree, projective Eisner, or per-word argmax.")
+@click.option("--decoder", type=click.Choice(DECODERS), default=None,
+              help="Dependency decoder: single-root maximum spanning tree, projective Eisner, or per-word argmax. "
+                   "Default: the model's own (a run's train.decoder, the bundled model's card), else mst.")
 @click.option("--input-format", type=click.Choice(("text", "conllu")), default="text", show_default=True,
               help="Plain text (one sentence per line) or CoNLL-U (tokens and columns kept; HEAD/DEPREL filled).")
 @click.option("--tokenized", is_flag=True, help="Text input is already tokenised: split on whitespace only.")
@@ -51,9 +52,9 @@ from depinduce.structures.decode import DECODERS
                    "pair of words, whose memory grows with the square of the length. The fixed baselines have "
                    "no limit.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def parse_command(model: str | None, input_path: str, fmt: str, full_ud: bool, decoder: str, input_format: str, tokenized: bool,
-                  batch_size: int, device: str, seed: int, channel: int | None, init: str | None,
-                  iterations: int | None, max_words: int, quiet: bool) -> None:
+def parse_command(model: str | None, input_path: str, fmt: str, full_ud: bool, decoder: str | None,
+                  input_format: str, tokenized: bool, batch_size: int, device: str, seed: int, channel: int | None,
+                  init: str | None, iterations: int | None, max_words: int, quiet: bool) -> None:
     """Parse INPUT (default: stdin) with a model; trees go to stdout, progress to stderr."""
     if tokenized and input_format != "text":
         raise DepinduceError("--tokenized applies to text input only; CoNLL-U input is always tokenised")
@@ -70,7 +71,7 @@ def parse_command(model: str | None, input_path: str, fmt: str, full_ud: bool, d
         backend.set_iterations(iterations)
     if init is not None:
         check_refines(backend)
-    request = ParseRequest(fmt=fmt, decoder=decoder, batch_size=batch_size, max_words=max_words,
+    request = ParseRequest(fmt=fmt, decoder=decoder or backend.default_decoder, batch_size=batch_size, max_words=max_words,
                            source=display_name(input_path))
     check_request(backend, request)
     if backend.capabilities.whole_sentences and input_format != "conllu":

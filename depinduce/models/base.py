@@ -78,6 +78,9 @@ class Backend(ABC):
     # Trainable backends: the bundled recipe (``depinduce/recipes/NAME.yaml``) that ``train --model NAME`` uses
     # without --recipe, by device kind: ``cpu`` (sized for a CPU budget) and ``cuda`` (the paper's setting).
     default_recipes: ClassVar[dict[str, str]] = {}
+    # The decoder ``parse`` uses when the user names none: a trained run's own (the ``train.decoder`` its dev
+    # scores and model selection used; the bundled model's card names its own), ``mst`` otherwise.
+    default_decoder: str = "mst"
 
     @classmethod
     @abstractmethod

@@ -120,6 +120,9 @@ class NeuralBackend(Backend, torch.nn.Module):
         except RuntimeError as exc:
             first = str(exc).strip().splitlines()[0]
             raise DepinduceError(f"{run_dir / 'model.pt'}: does not fit the configured model ({first})") from exc
+        decoder = (config.get("train") or {}).get("decoder") if isinstance(config.get("train"), dict) else None
+        if isinstance(decoder, str):
+            model.default_decoder = decoder
         model.to(device)
         model.eval()
         return model

@@ -12,7 +12,7 @@ from pathlib import Path
 from depinduce.data.files import load_yaml, read_text_file
 from depinduce.errors import DepinduceError
 from depinduce.models.base import Backend
-from depinduce.models.bundled import BUNDLED_NAME, verified_bundled_dir
+from depinduce.models.bundled import BUNDLED_NAME, model_card, verified_bundled_dir
 
 GROUP = "depinduce.models"
 
@@ -88,7 +88,10 @@ def load_model(name_or_run_dir: str, *, device: str = "cpu", seed: int = 0) -> B
     ``default`` (the bundled model, unless a folder of that name is here)."""
     path = Path(name_or_run_dir)
     if name_or_run_dir == BUNDLED_NAME and not path.is_dir():
-        path = verified_bundled_dir()
+        folder = verified_bundled_dir()
+        backend = backend_class(run_dir_model_name(folder)).load(folder, device=device, seed=seed)
+        backend.default_decoder = model_card().get("decoder", backend.default_decoder)
+        return backend
     if path.is_dir():
         return backend_class(run_dir_model_name(path)).load(path, device=device, seed=seed)
     return backend_class(name_or_run_dir).load(None, device=device, seed=seed)
