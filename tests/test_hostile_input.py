@@ -185,6 +185,16 @@ def test_a_50000_token_sentence(work: Path) -> None:
         "memory grows with the square of the length, and the limit is 1,000 words (--max-words N raises it)")
 
 
+def test_a_tree_too_deep_for_brackets(work: Path) -> None:
+    (work / "long.txt").write_text(" ".join(f"w{i}" for i in range(10_500)) + "\n", encoding="utf-8")
+    line = one_line(run(["parse", "--model", "right-branching", "--format", "brackets", "long.txt"], work))
+    assert line == ("a tree is nested more than 10,000 levels deep, too deep to build or write as brackets; use "
+                    "--format conllu for such a sentence")
+    (work / "deep.txt").write_text(" ".join(f"w{i}" for i in range(2_000)) + "\n", encoding="utf-8")
+    ok = run(["parse", "--model", "right-branching", "--format", "brackets", "deep.txt"], work)
+    assert ok.returncode == 0 and ok.stdout.startswith("(w0 (w1 (w2 ") and ok.stdout.count(")") == 1999
+
+
 # -------------------------------------------------------------------------------- silent wrong results
 
 

@@ -105,6 +105,11 @@ def _run_cli() -> int:
     """Run the click group; every click error becomes one line, a usage error with where to find help."""
     try:
         result = cli.main(prog_name="depinduce", standalone_mode=False)
+    except RecursionError:
+        # trees are built and written recursively: one level per nesting level of a bracketed tree
+        click.echo(f"a tree is nested more than {RECURSION_LIMIT:,} levels deep, too deep to build or write as "
+                   "brackets; use --format conllu for such a sentence", err=True)
+        return 2
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "depinduce"
         click.echo(f"{where}: {exc.format_message()} (see '{where} --help')", err=True)
@@ -118,10 +123,16 @@ def _run_cli() -> int:
     return result if isinstance(result, int) else 0
 
 
+# Bracketed trees are built and written recursively, one Python frame per nesting level: a right-branching tree
+# over n words is n levels deep.  Python 3.11's Python-to-Python calls use no C stack, so this is safe.
+RECURSION_LIMIT = 10_000
+
+
 def main() -> None:
     """Console-script entry point.  A closed pipe (``| head``) ends quietly; any other failure to read or write
     a standard stream or file (a full disk, ``/dev/full``, a closed stdout or stdin) is one line, exit code 2."""
     _guard_standard_streams()
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     try:
         try:
             code = _run_cli()
