@@ -46,7 +46,10 @@ from depinduce.structures.decode import DECODERS
                    "default: the model parses first, then refines its own output) or any CoNLL-U parse of the "
                    "same sentences, e.g. another model's output.")
 @click.option("--iterations", type=int, default=None, metavar="T",
-              help="For refining backends: at most T refinement passes (default: the run's own, 3 for RNGTr).")
+              help="For refining backends: at most T passes after the first (default: the run's own, 3 for RNGTr). "
+                   "The first pass reads the initial graph (none, or --init FILE) and each later pass the previous "
+                   "pass's argmax graph, so --init FILE is refined by up to 1 + T passes (the authors' code runs "
+                   "num_iter_encoder - 1 graph passes: their T = 3 is --iterations 2).")
 @click.option("--max-words", type=click.IntRange(min=1), default=DEFAULT_MAX_WORDS, show_default=True,
               help="Refuse a sentence longer than this (in the words the model sees) for models that score every "
                    "pair of words, whose memory grows with the square of the length. The fixed baselines have "

@@ -1,9 +1,11 @@
 """Optional BERT initialisation of the RNGTr encoder (``train --encoder-path DIR``), as the paper's models.
 
 Only a local HuggingFace folder is read (``local_files_only``: nothing is ever downloaded), and only when the
-``transformers`` package is installed.  Word-piece handling follows the paper: every word is split into pieces,
-``[CLS]`` plays ``<ROOT>``, a word's UPOS embedding is added to all its pieces, the graph relations of two words
-connect their *first* pieces, and the first piece's state represents (decodes) the word.  The encoder's layers
+``transformers`` package is installed.  Word-piece handling: every word is split into pieces, ``[CLS]`` plays
+``<ROOT>``, a word's UPOS embedding is added to all its pieces, the graph relations of two words connect their
+*first* pieces, and the first piece's state represents (decodes) the word.  (The authors' code differs: its
+sequence is ``[CLS] <ROOT> words [SEP]``, with ``<ROOT>`` a token of its own, and a word's later pieces are
+joined to its first by arcs of a ``[BERT]`` relation.)  The encoder's layers
 have BERT's layout (post-LN, GELU), so BERT's weights map onto them one to one; the relation tables and UPOS
 embeddings are new.  The folder must still be there when the run is loaded for parsing (its tokenizer and
 architecture are read again; the trained weights come from ``model.pt``).
