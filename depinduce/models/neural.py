@@ -26,7 +26,6 @@ from typing import Any, ClassVar
 
 import torch
 
-
 from depinduce.data.files import load_yaml, read_text_file
 from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
@@ -120,9 +119,9 @@ class NeuralBackend(Backend, torch.nn.Module):
         except RuntimeError as exc:
             first = str(exc).strip().splitlines()[0]
             raise DepinduceError(f"{run_dir / 'model.pt'}: does not fit the configured model ({first})") from exc
-        decoder = (config.get("train") or {}).get("decoder") if isinstance(config.get("train"), dict) else None
-        if isinstance(decoder, str):
-            model.default_decoder = decoder
+        train = config.get("train")
+        if isinstance(train, dict) and isinstance(train.get("decoder"), str):
+            model.default_decoder = train["decoder"]  # parse decodes as the run's dev evaluation did
         model.to(device)
         model.eval()
         return model

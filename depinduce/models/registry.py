@@ -87,11 +87,12 @@ def load_model(name_or_run_dir: str, *, device: str = "cpu", seed: int = 0) -> B
     """A ready backend from a registered name (untrained baselines), a run directory (trained models) or
     ``default`` (the bundled model, unless a folder of that name is here)."""
     path = Path(name_or_run_dir)
-    if name_or_run_dir == BUNDLED_NAME and not path.is_dir():
-        folder = verified_bundled_dir()
-        backend = backend_class(run_dir_model_name(folder)).load(folder, device=device, seed=seed)
+    bundled = name_or_run_dir == BUNDLED_NAME and not path.is_dir()
+    if bundled:
+        path = verified_bundled_dir()
+    if not path.is_dir():
+        return backend_class(name_or_run_dir).load(None, device=device, seed=seed)
+    backend = backend_class(run_dir_model_name(path)).load(path, device=device, seed=seed)
+    if bundled:  # its decoder was chosen on EWT dev after training, so the card, not config.yaml, names it
         backend.default_decoder = model_card().get("decoder", backend.default_decoder)
-        return backend
-    if path.is_dir():
-        return backend_class(run_dir_model_name(path)).load(path, device=device, seed=seed)
-    return backend_class(name_or_run_dir).load(None, device=device, seed=seed)
+    return backend

@@ -10,9 +10,9 @@ from importlib import resources
 from pathlib import Path
 
 from depinduce.errors import DepinduceError
+from depinduce.models.bundled import RUNS_DIR  # where parse looks for the newest run
 
 DEFAULT_DATA_DIR = Path("data") / "ptb"
-RUNS_DIR = Path("runs")
 
 
 def bundled_recipes_dir() -> Path:

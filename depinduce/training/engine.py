@@ -167,7 +167,7 @@ def train(options: TrainOptions, log: Log = _stderr) -> TrainResult:
                 stack.enter_context(exclusive(options.run_dir, "train"))
             trainer = Trainer(options, context, shown)
             if chosen:  # said once the settings are known to be valid, so an error stays a single line
-                shown(chosen)
+                shown(f"{chosen}, time budget {_fmt_minutes(trainer.budget)}")
             result = trainer.run()
         # every rank done before the group goes away: a rank whose peer tears gloo down mid-exchange aborts
         context.barrier()
@@ -177,7 +177,8 @@ def train(options: TrainOptions, log: Log = _stderr) -> TrainResult:
 
 
 def _with_defaults(options: TrainOptions, context: distributed.DistContext) -> tuple[TrainOptions, str | None]:
-    """Fill in what the user left out (data folder, run directory, recipe); the line saying what was chosen."""
+    """Fill in what the user left out (data folder, run directory, recipe); the start of the line saying what was
+    chosen (the time budget is added once the config is resolved)."""
     chosen: list[str] = []
     data_dir = defaults.default_data_dir(options.data_dir)
     if options.data_dir is None:
@@ -202,13 +203,7 @@ def _with_defaults(options: TrainOptions, context: distributed.DistContext) -> t
             raise DepinduceError("under torchrun give --out RUN_DIR: every rank must write to the same run")
         run_dir = defaults.fresh_run_dir(name)
         chosen.append(f"run directory {run_dir}")
-    line = None
-    if chosen:
-        budget = options.max_time
-        if budget is None and recipe is not None:
-            budget = load_recipe(recipe).get("train", {}).get("max_time")
-        chosen.append(f"time budget {_fmt_minutes(budget)}")
-        line = f"train {name}: " + ", ".join(chosen)
+    line = f"train {name}: " + ", ".join(chosen) if chosen else None
     return replace(options, data_dir=data_dir, run_dir=run_dir, recipe=recipe), line
 
 
@@ -239,8 +234,8 @@ class Trainer:
         self.config = self._resolve_config()
         self.train_config = self.config.train
         # --max-time, else the recipe's own budget (train.max_time); either is per invocation
-        budget = options.max_time if options.max_time is not None else self.train_config.max_time
-        self.deadline = None if budget is None else self.started + budget * 60.0
+        self.budget = options.max_time if options.max_time is not None else self.train_config.max_time
+        self.deadline = None if self.budget is None else self.started + self.budget * 60.0
         self.model_class = trainable_class(self.config.model)
         self.gold: GoldData | None = None
         self.tags: TagVocab | None = None
