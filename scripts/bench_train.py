@@ -6,8 +6,9 @@ and an Adam step.  Batches hold about ``--batch-tokens`` padded tokens of senten
 lengths are drawn from a gamma distribution shaped like PTB without punctuation (mean ≈ 21 words, at most 60)
 and the vocabulary has 10,000 words, so the figures do not depend on any data being present.
 
-Each configuration runs in a fresh subprocess, so its peak resident memory (``ru_maxrss``) is its own.  The
-configurations and targets are the issues' (authors' code measured on these machines, 2 threads).
+Each configuration runs in a fresh subprocess, so its peak resident memory (``ru_maxrss``) is its own.  These are
+depinduce's figures alone, for the machine at hand; to compare with the authors' code, run both in one run on one
+machine with ``scripts/bench_authors.py`` (absolute figures from different machines are not comparable).
 
     python scripts/bench_train.py                                  # StructFormer, paper (8×512) and small (4×256)
     python scripts/bench_train.py --model structformer --configs small --seconds 20
@@ -28,33 +29,33 @@ import time
 
 import yaml
 
-# model -> configuration -> (model_config, (tokens/s at least, peak GB at most) or None)
-CONFIGS: dict[str, dict[str, tuple[dict[str, object], tuple[float, float] | None]]] = {
+from cpu_info import cpu_description
+
+# model -> configuration -> model_config
+CONFIGS: dict[str, dict[str, dict[str, object]]] = {
     "structformer": {
-        # authors' code: 315 tokens/s, 6.3 GB and 1,700 tokens/s, 3.8 GB; target 2x faster, a third of the memory
-        "paper": ({"hidden_size": 512, "n_layers": 8, "n_heads": 8, "ff_size": 2048}, (630, 2.1)),
-        "small": ({"hidden_size": 256, "n_layers": 4, "n_heads": 8, "ff_size": 1024}, (3400, 1.3)),
+        "paper": {"hidden_size": 512, "n_layers": 8, "n_heads": 8, "ff_size": 2048},
+        "small": {"hidden_size": 256, "n_layers": 4, "n_heads": 8, "ff_size": 1024},
     },
     "udgn": {
-        # the issue's targets; the memory bounds are a third of the authors' code's 10.5 GB and 4.4 GB
-        "paper": ({"hidden_size": 512, "n_layers": 8, "n_heads": 8, "head_size": 128, "parser_layers": 3,
-                   "parser_hidden_size": 512}, (420, 3.5)),
-        "small": ({"hidden_size": 256, "n_layers": 4, "n_heads": 8, "head_size": 64, "parser_layers": 3,
-                   "parser_hidden_size": 256}, (2300, 1.46)),
+        "paper": {"hidden_size": 512, "n_layers": 8, "n_heads": 8, "head_size": 128, "parser_layers": 3,
+                  "parser_hidden_size": 512},
+        "small": {"hidden_size": 256, "n_layers": 4, "n_heads": 8, "head_size": 64, "parser_layers": 3,
+                  "parser_hidden_size": 256},
     },
     "prpn": {
-        # no runnable CPU reference (the authors' code needs Python 2.7, torch 0.3 and CUDA): figures only
-        "paper": ({"emb_size": 200, "hidden_size": 400, "n_layers": 2, "n_slots": 15, "lookback": 5}, None),
-        "cpu": ({"emb_size": 200, "hidden_size": 400, "n_layers": 2, "n_slots": 15, "lookback": 5, "dropout": 0.0,
-                 "idropout": 0.0}, None),
+        # no runnable CPU reference (the authors' code needs Python 2.7, torch 0.3 and CUDA)
+        "paper": {"emb_size": 200, "hidden_size": 400, "n_layers": 2, "n_slots": 15, "lookback": 5},
+        "cpu": {"emb_size": 200, "hidden_size": 400, "n_layers": 2, "n_slots": 15, "lookback": 5, "dropout": 0.0,
+                "idropout": 0.0},
     },
     "probformer": {
         # recipes/probformer-ptb.yaml and probformer-ptb-cpu.yaml, which both train on 2,048-token batches (pass
-        # --batch-tokens 2048 for the recipes' figures); the issue sets no numeric target: figures only
-        "paper": ({"d": 384, "n_channels": 16, "n_iter": 5, "decomposition": "uv", "rank": 64,
-                   "distance_threshold": 3, "dropout": 0.15, "recompute": True}, None),
-        "cpu": ({"d": 256, "n_channels": 8, "n_iter": 5, "decomposition": "uv", "rank": 32,
-                 "distance_threshold": 3, "dropout": 0.0, "recompute": False}, None),
+        # --batch-tokens 2048 for the recipes' figures)
+        "paper": {"d": 384, "n_channels": 16, "n_iter": 5, "decomposition": "uv", "rank": 64,
+                  "distance_threshold": 3, "dropout": 0.15, "recompute": True},
+        "cpu": {"d": 256, "n_channels": 8, "n_iter": 5, "decomposition": "uv", "rank": 32,
+                "distance_threshold": 3, "dropout": 0.0, "recompute": False},
     },
 }
 
@@ -170,8 +171,7 @@ def main() -> None:
     if unknown:
         sys.exit(f"unknown configuration(s) {unknown} for {args.model}; known: {sorted(table)}")
     for name in names:
-        model_config, target = table[name]
-        model_config = {**model_config, **parse_sets(args.set)}
+        model_config = {**table[name], **parse_sets(args.set)}
         command = [sys.executable, __file__, "--model", args.model, "--worker", json.dumps(model_config),
                    "--threads", str(args.threads), "--seconds", str(args.seconds),
                    "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed)]
@@ -179,11 +179,7 @@ def main() -> None:
         if finished.returncode != 0:
             sys.exit(f"{args.model}/{name}: the benchmark worker failed (exit {finished.returncode}):\n"
                      f"{finished.stderr[-2000:]}")
-        result = {"model": args.model, "config": name, **json.loads(finished.stdout)}
-        if target is not None:
-            speed, memory = target
-            result["target"] = f">= {speed} tokens/s, <= {memory} GB"
-            result["meets_target"] = result["tokens_per_s"] >= speed and result["peak_rss_gb"] <= memory
+        result = {"model": args.model, "config": name, **cpu_description(), **json.loads(finished.stdout)}
         print(json.dumps(result))
 
 

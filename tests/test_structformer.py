@@ -477,3 +477,27 @@ def test_dropout_masks_rate_reproducibility_and_gradient() -> None:
     assert torch.allclose(out[kept], x[kept] / 0.75)
     assert torch.allclose(grad, kept.float() / 0.75)
     assert apply_dropout(x, 0.25, training=False) is x
+
+
+@pytest.mark.parametrize("setting", [True, False, "auto"])
+def test_recompute_ffn_setting_changes_memory_not_numbers(setting: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forced on, forced off, and auto on a machine short of memory give the same gradients as the reference
+    (recompute off)."""
+    monkeypatch.setattr("depinduce.models.layers.memory.available_bytes", lambda: 1)
+    vocab = Vocab([f"w{i}" for i in range(30)])
+    tokens, mask = pad_batch([[5, 6, 7, 8, 9, 10], [6, 7, 8]], 0)
+    grads = []
+    for value in (False, setting):
+        torch.manual_seed(0)
+        config = StructFormerConfig(hidden_size=16, n_layers=2, n_heads=4, ff_size=24, recompute_ffn=value)
+        model = StructFormer(config, vocab).train()
+        torch.manual_seed(3)  # the same dropout masks
+        loss = model.encode(tokens, mask)[mask].pow(2).mean()
+        grads.append(torch.autograd.grad(loss, list(model.parameters()), allow_unused=True))
+    for a, b in zip(*grads):
+        assert (a is None and b is None) or torch.allclose(a, b, atol=1e-5)
+
+
+def test_recompute_ffn_accepts_true_false_auto_only() -> None:
+    with pytest.raises(DepinduceError, match="recompute_ffn must be true, false or auto, not 'yes'"):
+        StructFormerConfig(recompute_ffn="yes")

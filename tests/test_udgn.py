@@ -170,7 +170,8 @@ def test_relative_bias_favours_a_head_in_one_direction_only() -> None:
     assert torch.all(head0[left] > 0.99) and torch.all(head0[right] < 0.99)
 
 
-def test_fused_core_gradients_are_exact_with_dropout() -> None:
+@pytest.mark.parametrize("recompute", [True, False])
+def test_fused_core_gradients_are_exact_with_dropout(recompute: bool) -> None:
     torch.manual_seed(0)
     layer = DGNLayer(6, 2, 3, dropout=0.3, dropatt=0.2).double()
     x = torch.randn(2, 4, 6, dtype=F64, requires_grad=True)
@@ -179,7 +180,7 @@ def test_fused_core_gradients_are_exact_with_dropout() -> None:
 
     def run(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
         torch.manual_seed(11)  # the same dropout masks on every call
-        return layer(x, m, directions)
+        return layer(x, m, directions, recompute=recompute)
 
     assert torch.autograd.gradcheck(run, (x, m), fast_mode=True)
 
@@ -351,3 +352,26 @@ def test_recomputed_bilstm_layers_give_the_same_gradients() -> None:
         grads.append([inputs.grad.clone()] + [p.grad.clone() for p in lstm.parameters()])
     for plain, recomputed in zip(*grads):
         assert torch.allclose(plain, recomputed, atol=1e-6)
+
+
+def test_recompute_switches_change_memory_not_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """recompute_lstm / recompute_heads: forced on, forced off, and auto on a machine short of memory all give
+    the same loss and gradients."""
+    tokens, mask = batch_of([5, 6, 7, 8, 9], [6, 7, 8])
+    masked = torch.zeros_like(mask)
+    masked[:, 1] = True
+    results = []
+    for setting in (True, False, "auto"):
+        if setting == "auto":
+            monkeypatch.setattr("depinduce.models.layers.memory.available_bytes", lambda: 1)
+        torch.manual_seed(0)
+        model = tiny_model(recompute_lstm=setting, recompute_heads=setting, dropout=0.3, dropatt=0.2).train()
+        torch.manual_seed(7)  # the same dropout masks
+        loss = MaskedLM(mask_rate=0.3).compute(model, tokens=tokens, mask=mask, masked=masked).loss
+        results.append((loss, torch.autograd.grad(loss, list(model.parameters()), allow_unused=True)))
+    for loss, grads in results[1:]:
+        assert torch.allclose(loss, results[0][0], atol=1e-6)
+        for a, b in zip(grads, results[0][1]):
+            assert (a is None and b is None) or torch.allclose(a, b, atol=1e-5)
+    with pytest.raises(DepinduceError, match="recompute_heads must be true, false or auto, not 'sometimes'"):
+        tiny_model(recompute_heads="sometimes")

@@ -39,6 +39,12 @@ class ConfigChecks:
             value = getattr(self.config, name)
             self.need(isinstance(value, bool), f"{name} must be true or false, not {value!r}")
 
+    def recompute_switches(self, *names: str) -> None:
+        """Recomputation switches: true, false or auto (see models/layers/memory.py)."""
+        for name in names:
+            value = getattr(self.config, name)
+            self.need(isinstance(value, bool) or value == "auto", f"{name} must be true, false or auto, not {value!r}")
+
     def choices(self, name: str, allowed: tuple[str, ...]) -> None:
         value = getattr(self.config, name)
         self.need(value in allowed, f"{name} must be one of {', '.join(allowed)}, not {value!r}")

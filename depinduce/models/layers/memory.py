@@ -13,6 +13,12 @@ tensors stayed at 0.45 GB.  One thing pins the holes and one releases them:
   engine has freed the previous step's gradients).  It acts only when the resident set has grown past the
   working set, so the re-faulted pages cost little.
 
+Recomputation in backward (``recompute_ffn`` for StructFormer, ``recompute_lstm`` for UDGN, ``recompute`` for the
+Probabilistic Transformer) saves an activation at the price of running part of the forward pass again.  It pays
+only where memory would otherwise run short, so ``auto`` (the default) decides per training step with
+:func:`should_recompute`: recompute when the activations it would save exceed a quarter of the memory the
+system still has available.  The numbers computed are the same either way.
+
 A third, optional setting trades a little memory for speed: :func:`keep_freed_memory_in_heap` stops glibc
 from serving large tensors with fresh ``mmap`` pages, which must be faulted in and zeroed on every use (about
 10% of a small model's step, mostly for the (masked positions × vocabulary) logits), so freed memory is reused
@@ -68,6 +74,31 @@ def resident_bytes() -> int | None:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return None
+
+
+RECOMPUTE_CHOICES = ("auto", True, False)
+
+
+def available_bytes() -> int | None:
+    """The memory the system can still give this process without swapping (Linux ``MemAvailable``), or None."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def should_recompute(setting: bool | str, saved_bytes: int, share: float = 0.25) -> bool:
+    """Whether a training step recomputes an activation of ``saved_bytes`` in backward instead of keeping it:
+    ``True``/``False`` as configured; ``"auto"``: only when it exceeds ``share`` of the available memory (when
+    that is unknown, e.g. off Linux, recompute: the safe side)."""
+    if setting != "auto":
+        return bool(setting)
+    available = available_bytes()
+    return available is None or saved_bytes > share * available
 
 
 class _Watch:

@@ -26,7 +26,7 @@ from depinduce.models.layers.dropout import (
     new_seed,
     residual_dropout_,
 )
-from depinduce.models.layers.kernels import linear_backward, norm_linear, position_linear
+from depinduce.models.layers.kernels import bmm_into, linear_backward, norm_linear, position_linear
 
 
 def _relation(parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
@@ -52,7 +52,8 @@ class _AttentionCore(torch.autograd.Function):
     that projection and P.
 
     Heads are processed one at a time with batched matmuls that read q, k and v straight out of the projection
-    (strided, no copies) and write each head's context into its slice of the output.  Backward recomputes the
+    (strided, no copies); each head's result is copied into its slice of the output (``bmm_into``: a strided
+    ``out=`` would send bmm down a loop of one small product per sentence).  Backward recomputes the
     gates, relations and weights (one more q·kᵀ product per layer) instead of storing (B, heads, T, T) tensors.
     """
 
@@ -65,7 +66,7 @@ class _AttentionCore(torch.autograd.Function):
         context = qkv.new_empty(heads.shape)
         for h in range(n_heads):
             weights = heads.weights(h)[0]
-            torch.bmm(weights, heads.v(h), out=context[:, :, h])
+            bmm_into(context[:, :, h], weights, heads.v(h))
         return position_linear(context.view(heads.shape[0], heads.shape[1], -1), out_weight, out_bias)
 
     @staticmethod
@@ -77,7 +78,7 @@ class _AttentionCore(torch.autograd.Function):
         per_head = []
         for h in range(ctx.n_heads):
             weights, gates, relation = heads.weights(h)
-            torch.bmm(weights, heads.v(h), out=context[:, :, h])
+            bmm_into(context[:, :, h], weights, heads.v(h))
             per_head.append((weights, gates, relation))
         grad_context, grad_out_weight, grad_out_bias = linear_backward(
             grad.contiguous(), context.view(batch, width, -1), out_weight
@@ -93,7 +94,7 @@ class _AttentionCore(torch.autograd.Function):
             weights, gates, relation = per_head[h]
             per_head[h] = None
             grad_h = grad_context[:, :, h]
-            torch.bmm(weights.transpose(1, 2), grad_h, out=grad_qkv[:, :, 2, h])
+            bmm_into(grad_qkv[:, :, 2, h], weights.transpose(1, 2), grad_h)
             del weights
             grad_weights = torch.bmm(grad_h, heads.v(h).transpose(1, 2))
             if heads.drop is not None:
@@ -105,8 +106,8 @@ class _AttentionCore(torch.autograd.Function):
             del grad_relation
             # d sigmoid = g (1 − g); computed in place on tensors that are no longer needed.
             grad_scores = grad_weights.mul_(relation).mul_(gates).mul_(gates.neg_().add_(1.0)).mul_(heads.scale)
-            torch.bmm(grad_scores, heads.k(h), out=grad_qkv[:, :, 0, h])
-            torch.bmm(grad_scores.transpose(1, 2), heads.q(h), out=grad_qkv[:, :, 1, h])
+            bmm_into(grad_qkv[:, :, 0, h], grad_scores, heads.k(h))
+            bmm_into(grad_qkv[:, :, 1, h], grad_scores.transpose(1, 2), heads.q(h))
         return (grad_qkv.view(qkv.shape), grad_parent, grad_mixture, grad_out_weight, grad_out_bias,
                 None, None, None)
 
@@ -192,6 +193,7 @@ class StructFormerLayer(nn.Module):
         self, hidden_size: int, n_heads: int, ff_size: int, dropout: float, dropatt: float, leaky_slope: float,
         recompute_ffn: bool = False,
     ) -> None:
+        """``recompute_ffn``: the default for :meth:`forward`'s ``recompute_ffn`` (the model decides per step)."""
         super().__init__()
         self.dropout = dropout
         self.leaky_slope = leaky_slope
@@ -202,15 +204,17 @@ class StructFormerLayer(nn.Module):
         self.ff_in = nn.Linear(hidden_size, ff_size)
         self.ff_out = nn.Linear(ff_size, hidden_size)
 
-    def forward(self, x: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor,
+                recompute_ffn: bool | None = None) -> torch.Tensor:
         # Each residual sum is written over its branch's fresh output, so every stored activation takes the
         # place of a temporary and the heap stays compact (see layers/dropout.py).
         x = residual_dropout_(self.attention(x, self.attn_norm, parent, mixture), x, self.dropout, self.training)
-        return residual_dropout_(self.feed_forward(x), x, self.dropout, self.training)
+        return residual_dropout_(self.feed_forward(x, recompute_ffn), x, self.dropout, self.training)
 
-    def feed_forward(self, x: torch.Tensor) -> torch.Tensor:
+    def feed_forward(self, x: torch.Tensor, recompute_ffn: bool | None = None) -> torch.Tensor:
         """FFN(LN(x)) as a fresh tensor."""
-        if self.recompute_ffn and torch.is_grad_enabled() and x.device.type == "cpu":
+        recompute = self.recompute_ffn if recompute_ffn is None else recompute_ffn
+        if recompute and torch.is_grad_enabled() and x.device.type == "cpu":
             seed = new_seed() if self.training and self.dropout > 0.0 else None
             norm = self.ff_norm
             return _RecomputedFeedForward.apply(x, norm.weight, norm.bias, self.ff_in.weight, self.ff_in.bias,

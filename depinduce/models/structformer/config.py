@@ -17,7 +17,8 @@ class StructFormerConfig:
     ``recompute_ffn`` is an implementation choice, not a hyperparameter, and leaves the results unchanged: each
     layer's (tokens × ff_size) activation is recomputed in backward instead of kept, 4·hidden_size floats less
     per token and layer (0.27 GB for the paper configuration's 4096-token batches) for one more product per
-    layer; its fused backward also saves passes over that tensor, so steps are no slower in practice.
+    layer (about 10% of a 4 × 256 step on CPU).  ``auto`` (the default) recomputes only when keeping them would take more than a
+    quarter of the memory the system has available (``layers/memory.py``); ``true``/``false`` force it.
     """
 
     hidden_size: int = 512
@@ -31,7 +32,7 @@ class StructFormerConfig:
     pos_emb: bool = True
     max_positions: int = 512
     leaky_slope: float = 0.01
-    recompute_ffn: bool = True
+    recompute_ffn: bool | str = "auto"
 
     def __post_init__(self) -> None:
         check = ConfigChecks("structformer", self)
@@ -43,4 +44,5 @@ class StructFormerConfig:
                    f"hidden_size ({self.hidden_size}) must be divisible by n_heads ({self.n_heads})")
         check.need(self.conv_size % 2 == 1, f"conv_size must be odd (same padding), not {self.conv_size}")
         check.probabilities("dropout", "dropatt")
-        check.booleans("pos_emb", "recompute_ffn")
+        check.booleans("pos_emb")
+        check.recompute_switches("recompute_ffn")

@@ -14,8 +14,8 @@ Speed and memory on CPU (``attention.py`` and the shared ``depinduce.models.laye
 ``memory``): linear maps run through oneDNN, dropout masks are cheap to draw and redrawn in backward instead of
 stored, attention weights are recomputed in backward instead of stored, residual sums are written in place, and
 a training ``encode`` returns fragmented heap pages to the system when the resident set grows.  None of this
-changes the numbers the network computes (up to float rounding); ``recompute_ffn`` trades more speed for memory
-the same way.
+changes the numbers the network computes (up to float rounding); ``recompute_ffn`` trades speed for memory the
+same way, by default (``auto``) only when memory would otherwise run short.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from depinduce.data.vocab import Vocab
 from depinduce.models.base import Capabilities, ParseScores
 from depinduce.models.layers.dropout import apply_dropout
 from depinduce.models.layers.kernels import rows_linear
-from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap
+from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap, should_recompute
 from depinduce.models.neural import MaskedLMBackend
 from depinduce.models.structformer.attention import StructFormerLayer
 from depinduce.models.structformer.config import StructFormerConfig
@@ -74,7 +74,7 @@ class StructFormer(MaskedLMBackend):
         self.relation_logits = nn.Parameter(torch.randn(config.n_layers, config.n_heads, 2) * 0.1)
         self.layers = nn.ModuleList(
             StructFormerLayer(hidden, config.n_heads, config.ff_size, config.dropout, config.dropatt,
-                              config.leaky_slope, config.recompute_ffn)
+                              config.leaky_slope)
             for _ in range(config.n_layers)
         )
         self.final_norm = nn.LayerNorm(hidden)
@@ -105,9 +105,19 @@ class StructFormer(MaskedLMBackend):
             positions = torch.arange(tokens.size(1), device=tokens.device).clamp_(max=self.config.max_positions - 1)
             x = x + self.position(positions)
         mixtures = self.relation_logits.softmax(dim=-1)
+        recompute = self._recompute_ffn(x)
         for layer, mixture in zip(self.layers, mixtures):
-            x = layer(x, parent, mixture)
+            x = layer(x, parent, mixture, recompute)
         return self.final_norm(x)
+
+    def _recompute_ffn(self, x: torch.Tensor) -> bool:
+        """Whether this step's feed-forward blocks recompute their inner activation in backward (config
+        ``recompute_ffn``; ``auto``: only when keeping all layers' would take a quarter of the available memory)."""
+        if not (self.training and torch.is_grad_enabled()):
+            return False
+        config = self.config
+        kept = x.size(0) * x.size(1) * config.ff_size * x.element_size() * config.n_layers
+        return should_recompute(config.recompute_ffn, kept)
 
     def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Dropout, then the output layer tied to the word embedding (with its own bias, as the authors')."""

@@ -25,6 +25,13 @@ class UDGNConfig:
     ``parser_layers`` layers with ``parser_hidden_size`` units per direction.  ``dropout`` is applied to the
     embeddings, between and after the BiLSTM layers, to each layer's concatenated messages and before the output
     layer; ``dropatt`` drops controller weights a_ijk, i.e. head k for the pair (i, j).
+
+    ``recompute_lstm`` and ``recompute_heads`` are implementation choices that leave the results unchanged: CPU
+    training reruns each BiLSTM layer in backward instead of keeping oneDNN's workspace (~190 MB per layer for a
+    4,096-token batch at 256 units), and each DGN layer's heads from its projection instead of keeping their
+    intermediates (about twice the projection).  ``auto`` (the default) recomputes only when keeping would take
+    more than a quarter of the memory the system has available (``layers/memory.py``); ``true``/``false``
+    force it.
     """
 
     hidden_size: int = 512
@@ -39,6 +46,8 @@ class UDGNConfig:
     competition: Literal["softmax", "sigmoid"] = "softmax"
     relative_bias: bool = True
     activation: Literal["tanh", "identity"] = "tanh"
+    recompute_lstm: bool | str = "auto"
+    recompute_heads: bool | str = "auto"
 
     def __post_init__(self) -> None:
         check = ConfigChecks("udgn", self)
@@ -47,3 +56,4 @@ class UDGNConfig:
         check.booleans("gates", "relative_bias")
         check.choices("competition", ("softmax", "sigmoid"))
         check.choices("activation", ("tanh", "identity"))
+        check.recompute_switches("recompute_lstm", "recompute_heads")

@@ -22,9 +22,11 @@ products, and the two projections run through oneDNN on CPU (:mod:`depinduce.mod
 
 Memory (CPU training): autograd would keep, per layer, contiguous copies of q, k and the values for the batched
 products, tanh(v), sigmoid(g), the messages before and after the gate and dropout — about twice the projection
-itself.  :class:`_GatedHeadsCore` keeps only the projection and m and recomputes the rest in backward (two
-batched products and a few element-wise passes, small next to the projections); dropout masks are redrawn from
-their seeds.  On other devices, and without gradients, the same computation runs as plain torch ops.
+itself.  :class:`_GatedHeadsCore` keeps exactly the tensors its backward needs, or, when ``recompute`` is set,
+only the projection and m, recomputing the rest in backward (two batched products and a few element-wise
+passes: about 6% of a small model's step); dropout masks are redrawn from their seeds.  The model decides per
+step (config ``recompute_heads``, ``auto``: only when memory would otherwise run short).  On other devices, and
+without gradients, the same computation runs as plain torch ops.
 """
 
 from __future__ import annotations
@@ -137,12 +139,14 @@ class _GatedHeadsCore(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, parts: torch.Tensor, graph: torch.Tensor, table: torch.Tensor | None,
                 out_weight: torch.Tensor, out_bias: torch.Tensor, directions: torch.Tensor, opts: HeadOptions,
-                dropatt: float, att_seed: int | None, dropout: float, seed: int | None) -> torch.Tensor:
+                dropatt: float, att_seed: int | None, dropout: float, seed: int | None,
+                recompute: bool = True) -> torch.Tensor:
         ctx.settings = (opts, dropatt, att_seed, dropout, seed)
         ctx.has_table = table is not None
         saved_table = table if table is not None else graph.new_empty(0)
         ctx.save_for_backward(parts, graph, saved_table, out_weight, directions)
         heads = _Recomputed(parts, graph, table, directions, opts, dropatt, att_seed, dropout, seed)
+        ctx.heads = None if recompute else heads  # intermediates (not inputs or outputs): kept as an attribute
         return position_linear(heads.messages, out_weight, out_bias)
 
     @staticmethod
@@ -150,7 +154,10 @@ class _GatedHeadsCore(torch.autograd.Function):
         parts, graph, table, out_weight, directions = ctx.saved_tensors
         opts, dropatt, att_seed, dropout, seed = ctx.settings
         table = table if ctx.has_table else None
-        heads = _Recomputed(parts, graph, table, directions, opts, dropatt, att_seed, dropout, seed)
+        heads = ctx.heads
+        ctx.heads = None
+        if heads is None:
+            heads = _Recomputed(parts, graph, table, directions, opts, dropatt, att_seed, dropout, seed)
         grad_messages, grad_out_weight, grad_out_bias = linear_backward(grad.contiguous(), heads.messages,
                                                                         out_weight)
         del heads.messages
@@ -192,7 +199,7 @@ class _GatedHeadsCore(torch.autograd.Function):
         grad_parts[:, :, 0] = torch.matmul(grad_scores, heads.k.transpose(1, 2)).transpose(1, 2)
         grad_parts[:, :, 1] = torch.matmul(grad_scores.transpose(-1, -2), heads.q.transpose(1, 2)).transpose(1, 2)
         return (grad_parts.view(parts.shape), grad_graph, grad_table, grad_out_weight, grad_out_bias,
-                None, None, None, None, None, None)
+                None, None, None, None, None, None, None)
 
 
 def _fused_supported(parts: torch.Tensor) -> bool:
@@ -224,9 +231,10 @@ class DGNLayer(nn.Module):
         nn.init.zeros_(self.out.bias)
 
     def forward(self, x: torch.Tensor, graph: torch.Tensor, directions: torch.Tensor,
-                controllers: list[torch.Tensor] | None = None) -> torch.Tensor:
+                controllers: list[torch.Tensor] | None = None, recompute: bool = True) -> torch.Tensor:
         """``x`` (B, T, H), ``graph`` = m (B, T, T), ``directions`` (T, T) from :func:`pair_directions`; returns
-        the new (B, T, H) states.  When ``controllers`` is a list, â (B, N, T, T) of this layer is appended."""
+        the new (B, T, H) states.  When ``controllers`` is a list, â (B, N, T, T) of this layer is appended.
+        ``recompute``: keep only the projection for backward (CPU training; see the module docstring)."""
         parts = position_linear(x, self.project.weight, self.project.bias)
         graph = graph.to(parts.dtype)
         # (N, 3): SAME gets no bias
@@ -235,7 +243,7 @@ class DGNLayer(nn.Module):
             att_seed = new_seed() if self.training and self.dropatt > 0.0 else None
             seed = new_seed() if self.training and self.dropout > 0.0 else None
             out = _GatedHeadsCore.apply(parts, graph, table, self.out.weight, self.out.bias, directions, self.opts,
-                                        self.dropatt, att_seed, self.dropout, seed)
+                                        self.dropatt, att_seed, self.dropout, seed, recompute)
         else:
             messages = plain_heads(parts, graph, table, directions, self.opts, self.dropatt, self.dropout,
                                    self.training, controllers)

@@ -31,7 +31,7 @@ from depinduce.data.vocab import Vocab
 from depinduce.models.base import Capabilities, ParseScores
 from depinduce.models.layers.dropout import apply_dropout
 from depinduce.models.layers.kernels import rows_linear
-from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap
+from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap, should_recompute
 from depinduce.models.neural import MaskedLMBackend
 from depinduce.models.udgn.config import UDGNConfig
 from depinduce.models.udgn.dgn import DGNLayer, pair_directions
@@ -54,7 +54,7 @@ class UDGN(MaskedLMBackend):
         hidden = config.hidden_size
         self.embedding = nn.Embedding(len(vocab), hidden)
         self.parser = HeadSelectiveParser(len(vocab), hidden, config.parser_hidden_size, config.parser_layers,
-                                          config.dropout)
+                                          config.dropout, config.recompute_lstm)
         self.layers = nn.ModuleList(
             DGNLayer(hidden, config.n_heads, config.head_size, config.dropout, config.dropatt, gates=config.gates,
                      competition=config.competition, relative_bias=config.relative_bias,
@@ -75,9 +75,20 @@ class UDGN(MaskedLMBackend):
         graph = undirected_mask(self.head_distribution(tokens, mask))
         directions = pair_directions(tokens.size(1), tokens.device)
         x = apply_dropout(self.embedding(tokens), self.config.dropout, self.training)
+        recompute = self._recompute_heads(x)
         for layer in self.layers:
-            x = layer(x, graph, directions, controllers)
+            x = layer(x, graph, directions, controllers, recompute)
         return x
+
+    def _recompute_heads(self, x: torch.Tensor) -> bool:
+        """Whether this step's DGN layers keep only their projections for backward (config ``recompute_heads``;
+        ``auto``: only when keeping the rest, about twice the projections, would take a quarter of the
+        available memory)."""
+        if not (self.training and torch.is_grad_enabled()):
+            return True
+        config = self.config
+        projection = x.size(0) * x.size(1) * (4 if config.gates else 3) * config.n_heads * config.head_size
+        return should_recompute(config.recompute_heads, 2 * projection * x.element_size() * config.n_layers)
 
     def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if self.training and tokens.device.type == "cpu" and torch.is_grad_enabled():

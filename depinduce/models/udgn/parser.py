@@ -20,6 +20,11 @@ from torch.utils.checkpoint import checkpoint
 
 from depinduce.models.layers.dropout import apply_dropout
 from depinduce.models.layers.kernels import position_linear
+from depinduce.models.layers.memory import should_recompute
+
+# oneDNN's training workspace per token, layer and hidden unit (both directions): ~190 MB per layer measured for
+# 4,096 tokens at 256 units, i.e. about 45 floats; rounded up.
+_WORKSPACE_FLOATS_PER_UNIT = 48
 
 # Logit of a padding column: finite (an empty row stays NaN-free), and exp() of it underflows to exactly zero.
 _PADDING_LOGIT = -1e9
@@ -43,13 +48,14 @@ class BiLSTM(nn.Module):
     packed sequence goes through ``nn.LSTM`` itself.  Outputs at padding positions are unspecified.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, n_layers: int, dropout: float) -> None:
+    def __init__(self, input_size: int, hidden_size: int, n_layers: int, dropout: float,
+                 recompute: bool | str = "auto") -> None:
         super().__init__()
         self.dropout = dropout
-        # Training on CPU keeps each layer's input only and reruns the layer in backward: oneDNN's LSTM keeps
-        # ~190 MB of workspace per layer for a 4,096-token batch at 256 units (the small recipe's peak memory
-        # fell from 1.55 to 1.2 GB), for one more LSTM forward per layer.
-        self.recompute = True
+        # Training on CPU may keep each layer's input only and rerun the layer in backward: oneDNN's LSTM keeps
+        # ~190 MB of workspace per layer for a 4,096-token batch at 256 units, for one more LSTM forward per
+        # layer.  ``auto``: only when memory would otherwise run short (layers/memory.py).
+        self.recompute = recompute
         self.lstm = nn.LSTM(input_size, hidden_size, num_layers=n_layers, bidirectional=True, batch_first=True,
                             dropout=dropout if n_layers > 1 else 0.0)
 
@@ -59,11 +65,14 @@ class BiLSTM(nn.Module):
         if x.device.type != "cpu":
             return self._packed(x, lengths)
         reverse = reverse_within_lengths(lengths, x.size(1))
+        recompute = torch.is_grad_enabled() and should_recompute(
+            self.recompute, x.size(0) * x.size(1) * _WORKSPACE_FLOATS_PER_UNIT * self.lstm.hidden_size
+            * x.element_size() * self.lstm.num_layers)
         h = x
         for layer in range(self.lstm.num_layers):
             if layer > 0:
                 h = apply_dropout(h, self.dropout, self.training)
-            if self.recompute and torch.is_grad_enabled():
+            if recompute:
                 h = checkpoint(self._layer, h, reverse, layer, use_reentrant=False)
             else:
                 h = self._layer(h, reverse, layer)
@@ -97,12 +106,13 @@ def _gather_time(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 class HeadSelectiveParser(nn.Module):
     """Words → head logits e[i, j] (paper equations 1–4) and the head distribution p (equation 5)."""
 
-    def __init__(self, vocab_size: int, embedding_size: int, hidden_size: int, n_layers: int, dropout: float) -> None:
+    def __init__(self, vocab_size: int, embedding_size: int, hidden_size: int, n_layers: int, dropout: float,
+                 recompute: bool | str = "auto") -> None:
         super().__init__()
         self.dropout = dropout
         self.hidden_size = hidden_size
         self.embedding = nn.Embedding(vocab_size, embedding_size)
-        self.encoder = BiLSTM(embedding_size, hidden_size, n_layers, dropout)
+        self.encoder = BiLSTM(embedding_size, hidden_size, n_layers, dropout, recompute)
         # [child | parent] halves of one projection of the BiLSTM state.
         self.project = nn.Linear(2 * hidden_size, 2 * hidden_size)
         nn.init.uniform_(self.embedding.weight, -0.1, 0.1)

@@ -1,0 +1,250 @@
+"""Training speed and peak memory of depinduce beside the authors' own code, in one run on one machine.
+
+Both implementations are driven through exactly ``scripts/bench_train.py``'s step: the same length-bucketed
+batches (same seed, same order), 30% of the real tokens masked, forward, backward, gradient clipping at 0.25 and
+Adam (lr 3e-4, eps 1e-9, weight decay 1.2e-6).  depinduce computes its output layer at the masked positions
+only (what ``depinduce train`` does); the authors' code computes it where their training script does (their
+StructFormer at every position, their UDGN at the masked ones).  Each measurement runs a fixed number of steps
+in a fresh subprocess, so both see the same batches and each peak resident memory (``ru_maxrss``) is its own;
+the two implementations alternate for ``--rounds`` rounds (order swapped every round) and the median is
+reported, so a disturbance of the machine hits both.
+
+The authors' code is imported from a checkout the user gives, never from this repository:
+
+    # StructFormer: google-research/google-research, the folder that holds structformer/
+    python scripts/bench_authors.py --model structformer --authors /tmp/google-research --configs small
+    # UDGN: yikangshen/UDGN (models.py, layers.py)
+    python scripts/bench_authors.py --model udgn --authors /tmp/UDGN --configs small --batch-tokens 2048
+
+Prints one JSON line per configuration: the CPU model and its vector extensions, both implementations'
+tokens/s and peak memory, and the ratios (depinduce / authors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_train import bucketed_batches, sentence_lengths  # noqa: E402
+from cpu_info import cpu_description  # noqa: E402
+
+VOCAB_SIZE = 10_000
+PAD, MASK = 0, 2  # depinduce's special indices (data/vocab.py); the authors' scripts take pad as a parameter
+
+# model -> configuration -> (depinduce model_config, the same network in the authors' constructor's terms)
+CONFIGS: dict[str, dict[str, dict[str, Any]]] = {
+    "structformer": {
+        "paper": {"hidden_size": 512, "n_layers": 8, "n_heads": 8, "ff_size": 2048},
+        "small": {"hidden_size": 256, "n_layers": 4, "n_heads": 8, "ff_size": 1024},
+    },
+    "udgn": {
+        "paper": {"hidden_size": 512, "n_layers": 8, "n_heads": 8, "head_size": 128, "parser_layers": 3,
+                  "parser_hidden_size": 512},
+        "small": {"hidden_size": 256, "n_layers": 4, "n_heads": 8, "head_size": 64, "parser_layers": 3,
+                  "parser_hidden_size": 256},
+    },
+}
+# Regularisation shared by both sides unless --set changes it (the issue's measurements: no dropout for UDGN).
+SHARED_DEFAULTS: dict[str, dict[str, Any]] = {
+    "structformer": {"dropout": 0.1, "dropatt": 0.0, "pos_emb": True, "n_parser_layers": 3, "conv_size": 9},
+    "udgn": {"dropout": 0.0, "dropatt": 0.0},
+}
+
+
+def depinduce_step_function(model_name: str, config: dict[str, Any]) -> tuple[Any, Any]:
+    import torch
+
+    from depinduce.data.vocab import Vocab
+    from depinduce.training.engine import trainable_class
+    from depinduce.training.objectives import LossModule, objective_for
+
+    vocab = Vocab([f"w{i}" for i in range(VOCAB_SIZE - 3)])
+    model_class = trainable_class(model_name)
+    model = model_class.from_config(config, vocab, where="bench")
+    objective = objective_for(model_class.capabilities.objective, mask_rate=0.3, vocab_size=len(vocab))
+    loss_module = LossModule(model, objective)
+
+    def loss(tokens: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        return loss_module(**objective.prepare(tokens, mask, generator=generator))[0]
+
+    return model, loss
+
+
+def authors_step_function(model_name: str, config: dict[str, Any], authors: Path) -> tuple[Any, Any]:
+    import torch
+    import torch.nn.functional as F
+
+    if model_name == "structformer":
+        root = authors.parent if (authors / "structformer.py").is_file() else authors
+        if not (root / "structformer" / "structformer.py").is_file():
+            sys.exit(f"{authors}: no structformer/structformer.py here (give google-research's checkout root)")
+        sys.path.insert(0, str(root))
+        from structformer import structformer as authors_module  # type: ignore[import-not-found]
+
+        model = authors_module.StructFormer(
+            config["hidden_size"], config["n_layers"], VOCAB_SIZE, config["n_heads"], config["dropout"],
+            config["dropatt"], False, config["pos_emb"], pad=PAD, n_parser_layers=config["n_parser_layers"],
+            conv_size=config["conv_size"], relations=("head", "child"), weight_act="softmax")
+
+        def loss(tokens: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+            data, targets = mask_like_authors(tokens, mask, generator)
+            pos = torch.arange(data.size(1))[None, :]
+            output, _ = model(data, pos)
+            return F.cross_entropy(output, targets.reshape(-1), ignore_index=PAD)
+
+        return model, loss
+    if model_name == "udgn":
+        if not (authors / "models.py").is_file():
+            sys.exit(f"{authors}: no models.py here (give the yikangshen/UDGN checkout)")
+        sys.path.insert(0, str(authors))
+        import models as authors_module  # type: ignore[import-not-found]
+
+        model = authors_module.UDGN(
+            emb_size=config["hidden_size"], head_size=config["head_size"], nlayers=config["n_layers"],
+            ntokens=VOCAB_SIZE, nhead=config["n_heads"], dropout=config["dropout"],
+            parser_dropout=config["dropout"], dropatt=config["dropatt"], pos_emb=False, pad=PAD,
+            n_parser_layers=config["parser_layers"])
+
+        def loss(tokens: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+            data, targets = mask_like_authors(tokens, mask, generator)
+            pos = torch.arange(data.size(1))[None, :]
+            return model(data, targets, pos)[0]
+
+        return model, loss
+    sys.exit(f"no authors' driver for {model_name}")
+
+
+def mask_like_authors(tokens: Any, mask: Any, generator: Any) -> tuple[Any, Any]:
+    """The authors' ``mask_data``: 30% of the real tokens become <mask>; targets are <pad> elsewhere."""
+    import torch
+
+    masked = (torch.rand(tokens.shape, generator=generator) < 0.3) & mask
+    return tokens.masked_fill(masked, MASK), tokens.masked_fill(~masked, PAD)
+
+
+def worker(side: str, model_name: str, config: dict[str, Any], authors: Path | None, threads: int, steps: int,
+           batch_tokens: int, seed: int) -> dict[str, object]:
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    if side == "depinduce":
+        model, loss_of = depinduce_step_function(model_name, config)
+    else:
+        assert authors is not None
+        model, loss_of = authors_step_function(model_name, config, authors)
+    model.train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-4, eps=1e-9, weight_decay=1.2e-6)
+    batches = bucketed_batches(sentence_lengths(20_000, seed), batch_tokens, seed)
+    generator = torch.Generator().manual_seed(seed)
+
+    def step(lengths: list[int]) -> int:
+        width = max(lengths)
+        mask = torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]
+        tokens = torch.randint(4, VOCAB_SIZE, (len(lengths), width), generator=generator).masked_fill(~mask, PAD)
+        loss_of(tokens, mask, generator).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return int(mask.sum())
+
+    for lengths in batches[:2]:  # warm-up: allocator, kernels
+        step(lengths)
+    words = 0
+    start = time.perf_counter()
+    for lengths in batches[2:2 + steps]:
+        words += step(lengths)
+    elapsed = time.perf_counter() - start
+    return {"tokens_per_s": words / elapsed, "seconds": elapsed, "tokens": words,
+            "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
+            "parameters_m": sum(p.numel() for p in model.parameters()) / 1e6}
+
+
+def run_worker(args: argparse.Namespace, side: str, config: dict[str, Any]) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--model", args.model, "--authors", str(args.authors),
+               "--worker", side, "--worker-config", json.dumps(config), "--threads", str(args.threads),
+               "--steps", str(args.steps), "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed)]
+    finished = subprocess.run(command, capture_output=True, text=True)
+    if finished.returncode != 0:
+        sys.exit(f"{side} worker failed (exit {finished.returncode}):\n{finished.stderr[-3000:]}")
+    return json.loads(finished.stdout.strip().splitlines()[-1])
+
+
+def parse_sets(items: list[str]) -> dict[str, Any]:
+    import yaml
+
+    values: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            sys.exit(f"--set {item!r}: expected key=value")
+        values[key] = yaml.safe_load(value)
+    return values
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=sorted(CONFIGS), default="structformer")
+    parser.add_argument("--authors", type=Path, required=True, help="the authors' checkout (see above)")
+    parser.add_argument("--configs", nargs="+", help="named configurations (default: all)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a shared configuration key (dropout, dropatt, ...)")
+    parser.add_argument("--depinduce-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a key of depinduce's model_config only (e.g. an implementation switch)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per measurement (after 2 warm-up)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating measurements of each implementation")
+    parser.add_argument("--batch-tokens", type=int, default=4096)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--worker", choices=("depinduce", "authors"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker-config", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.worker:
+        result = worker(args.worker, args.model, json.loads(args.worker_config), args.authors, args.threads,
+                        args.steps, args.batch_tokens, args.seed)
+        print(json.dumps(result))
+        return
+    table = CONFIGS[args.model]
+    names = args.configs or list(table)
+    unknown = [name for name in names if name not in table]
+    if unknown:
+        sys.exit(f"unknown configuration(s) {unknown} for {args.model}; known: {sorted(table)}")
+    shared_overrides = parse_sets(args.set)
+    ours_overrides = parse_sets(args.depinduce_set)
+    for name in names:
+        shared = {**table[name], **SHARED_DEFAULTS[args.model], **shared_overrides}
+        configs = {"depinduce": {**shared, **ours_overrides}, "authors": shared}
+        runs: dict[str, list[dict[str, Any]]] = {"depinduce": [], "authors": []}
+        for round_index in range(args.rounds):
+            order = ("authors", "depinduce") if round_index % 2 == 0 else ("depinduce", "authors")
+            for side in order:
+                runs[side].append(run_worker(args, side, configs[side]))
+                print(f"{name} round {round_index + 1}: {side} "
+                      f"{runs[side][-1]['tokens_per_s']:.0f} tokens/s", file=sys.stderr)
+        summary: dict[str, Any] = {"model": args.model, "config": name, **cpu_description(),
+                                   "threads": args.threads, "batch_tokens": args.batch_tokens,
+                                   "steps": args.steps, "rounds": args.rounds,
+                                   "shared": shared, "depinduce_overrides": ours_overrides}
+        for side, measured in runs.items():
+            summary[side] = {
+                "tokens_per_s": round(statistics.median(r["tokens_per_s"] for r in measured), 1),
+                "tokens_per_s_all": [round(r["tokens_per_s"], 1) for r in measured],
+                "peak_rss_gb": round(max(r["peak_rss_gb"] for r in measured), 3),
+                "parameters_m": round(measured[0]["parameters_m"], 2),
+            }
+        summary["speed_ratio"] = round(summary["depinduce"]["tokens_per_s"] / summary["authors"]["tokens_per_s"], 2)
+        summary["memory_ratio"] = round(summary["depinduce"]["peak_rss_gb"] / summary["authors"]["peak_rss_gb"], 2)
+        print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
