@@ -33,25 +33,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_train import bucketed_batches, sentence_lengths  # noqa: E402
+import bench_train  # noqa: E402
+from bench_train import bucketed_batches, parse_sets, random_batch, sentence_lengths  # noqa: E402
 from cpu_info import cpu_description  # noqa: E402
 
 VOCAB_SIZE = 10_000
 PAD, MASK = 0, 2  # depinduce's special indices (data/vocab.py); the authors' scripts take pad as a parameter
 
-# model -> configuration -> (depinduce model_config, the same network in the authors' constructor's terms)
-CONFIGS: dict[str, dict[str, dict[str, Any]]] = {
-    "structformer": {
-        "paper": {"hidden_size": 512, "n_layers": 8, "n_heads": 8, "ff_size": 2048},
-        "small": {"hidden_size": 256, "n_layers": 4, "n_heads": 8, "ff_size": 1024},
-    },
-    "udgn": {
-        "paper": {"hidden_size": 512, "n_layers": 8, "n_heads": 8, "head_size": 128, "parser_layers": 3,
-                  "parser_hidden_size": 512},
-        "small": {"hidden_size": 256, "n_layers": 4, "n_heads": 8, "head_size": 64, "parser_layers": 3,
-                  "parser_hidden_size": 256},
-    },
-}
+# The networks compared (bench_train's configurations; the authors' constructors take the same shapes).
+CONFIGS = {model: bench_train.CONFIGS[model] for model in ("structformer", "udgn")}
 # Regularisation shared by both sides unless --set changes it (the issue's measurements: no dropout for UDGN).
 SHARED_DEFAULTS: dict[str, dict[str, Any]] = {
     "structformer": {"dropout": 0.1, "dropatt": 0.0, "pos_emb": True, "n_parser_layers": 3, "conv_size": 9},
@@ -147,9 +137,7 @@ def worker(side: str, model_name: str, config: dict[str, Any], authors: Path | N
     generator = torch.Generator().manual_seed(seed)
 
     def step(lengths: list[int]) -> int:
-        width = max(lengths)
-        mask = torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]
-        tokens = torch.randint(4, VOCAB_SIZE, (len(lengths), width), generator=generator).masked_fill(~mask, PAD)
+        tokens, mask = random_batch(lengths, VOCAB_SIZE, generator)
         loss_of(tokens, mask, generator).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
         optimizer.step()
@@ -176,18 +164,6 @@ def run_worker(args: argparse.Namespace, side: str, config: dict[str, Any]) -> d
     if finished.returncode != 0:
         sys.exit(f"{side} worker failed (exit {finished.returncode}):\n{finished.stderr[-3000:]}")
     return json.loads(finished.stdout.strip().splitlines()[-1])
-
-
-def parse_sets(items: list[str]) -> dict[str, Any]:
-    import yaml
-
-    values: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            sys.exit(f"--set {item!r}: expected key=value")
-        values[key] = yaml.safe_load(value)
-    return values
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ import resource
 import subprocess
 import sys
 import time
+from typing import Any
 
 import yaml
 
@@ -80,6 +81,16 @@ def bucketed_batches(lengths: list[int], batch_tokens: int, seed: int) -> list[l
     return batches
 
 
+def random_batch(lengths: list[int], vocab_size: int, generator: Any) -> tuple[Any, Any]:
+    """Padded (B, T) random word indices (≥ 4: no specials) and the real-token mask for sentences of ``lengths``."""
+    import torch
+
+    width = max(lengths)
+    mask = torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]
+    tokens = torch.randint(4, vocab_size, (len(lengths), width), generator=generator).masked_fill(~mask, 0)
+    return tokens, mask
+
+
 def worker(model_name: str, model_config: dict[str, object], threads: int, seconds: float, batch_tokens: int,
            seed: int) -> dict[str, object]:
     import torch
@@ -102,9 +113,7 @@ def worker(model_name: str, model_config: dict[str, object], threads: int, secon
     generator = torch.Generator().manual_seed(seed)
 
     def step(lengths: list[int]) -> int:
-        width = max(lengths)
-        mask = torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]
-        tokens = torch.randint(4, len(vocab), (len(lengths), width), generator=generator).masked_fill(~mask, 0)
+        tokens, mask = random_batch(lengths, len(vocab), generator)
         loss = loss_module(**objective.prepare(tokens, mask, generator=generator))[0]
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
