@@ -33,9 +33,14 @@ from depinduce.io.initial_graphs import InitialGraph
 from depinduce.io.lines import display_name
 from depinduce.io.lines import read_text as read_lines_text
 from depinduce.models.base import Backend, ParseScores
-from depinduce.structures.decode import decode_batch
+from depinduce.structures.decode import DECODERS, decode_batch
 from depinduce.structures.dependency import attach_hidden, subtree_spans
-from depinduce.structures.spans import binary_tree_from_distances, labelled_spans, spans_to_tree
+from depinduce.structures.spans import (
+    binary_tree_from_distances,
+    labelled_spans,
+    nary_tree_from_distances,
+    spans_to_tree,
+)
 
 OUTPUT_FORMATS = ("conllu", "conllx", "brackets", "jsonl")
 DEFAULT_MAX_WORDS = 1000
@@ -140,9 +145,17 @@ class ParseRequest:
     source: str = "<input>"
 
 
+def decoders_for(backend: Backend) -> tuple[str, ...]:
+    """The decoders ``parse --decoder`` accepts for this backend: the shared ones, then its own (the authors')."""
+    return (*DECODERS, *backend.own_decoders)
+
+
 def check_request(backend: Backend, request: ParseRequest) -> None:
     """Refuse impossible combinations before any work is done."""
     caps = backend.capabilities
+    if request.decoder not in decoders_for(backend):
+        raise DepinduceError(f"decoder '{request.decoder}' does not apply to model '{backend.name}'; choose one of "
+                             f"{', '.join(decoders_for(backend))} (`depinduce models` lists each backend's own)")
     if request.fmt not in OUTPUT_FORMATS:
         raise DepinduceError(f"unknown output format '{request.fmt}'; choose one of {', '.join(OUTPUT_FORMATS)}")
     if request.fmt in DEPENDENCY_FORMATS and not caps.dependency:
@@ -162,9 +175,11 @@ def check_refines(backend: Backend) -> None:
 
 
 def _full_tree(sentence: Sentence, hidden: Sequence[bool], visible: list[str], scores: ParseScores):
-    """The constituency tree over every token, from distances if present, else from the dependency tree."""
+    """The constituency tree over every token, from distances if present (tied maxima as ``split_ties`` says),
+    else from the dependency tree."""
     if scores.distances is not None:
-        visible_tree = binary_tree_from_distances(visible, scores.distances.tolist())
+        from_distances = nary_tree_from_distances if scores.split_ties else binary_tree_from_distances
+        visible_tree = from_distances(visible, scores.distances.tolist())
         positions = [i for i, h in enumerate(hidden) if not h]
         # the visible sentence's own span becomes the whole-token root, which spans_to_tree always adds
         spans = [
@@ -222,7 +237,11 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest,
         roots = [
             int(scores[k].heights.argmax()) + 1 if scores[k].heights is not None else None for k in with_heads
         ]
-        decoded = decode_batch([scores[k].heads for k in with_heads], request.decoder, roots)
+        own = backend.own_decoders.get(request.decoder)
+        if own is not None:
+            decoded = [own.decode(scores[k]) for k in with_heads]
+        else:
+            decoded = decode_batch([scores[k].heads for k in with_heads], request.decoder, roots)
         visible_heads = {**dict(zip(with_heads, decoded)), **fixed}
         for k, sentence in enumerate(sentences):
             if k in visible_heads or not visible[k]:  # an all-punctuation sentence needs no model

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from depinduce.structures.dependency import is_tree
-from depinduce.structures.mst import chu_liu_edmonds
+from depinduce.structures.mst import chu_liu_edmonds, root_retry_tree
 from brute_force import all_single_rooted_trees, best_key
 
 
@@ -40,6 +40,32 @@ def test_mst_is_the_best_single_rooted_tree(S: np.ndarray) -> None:
     got, best = key_of(S, heads), best_key(S, all_single_rooted_trees(S.shape[0] - 1))
     assert got[0] == best[0]
     assert got[1] == pytest.approx(best[1], abs=1e-9)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(score_matrices())
+def test_root_retry_rule_is_exact_and_unconstrained_mode_is_the_best_tree(S: np.ndarray) -> None:
+    """Dozat's "try each of the unconstrained tree's roots" rule finds a best single-rooted tree (the exchange
+    argument), and ``single_root=False`` is the best spanning tree with any number of root words."""
+    heads = root_retry_tree(S)
+    assert is_tree(heads)
+    assert key_of(S, heads)[1] == pytest.approx(best_key(S, all_single_rooted_trees(S.shape[0] - 1))[1], abs=1e-9)
+    free = chu_liu_edmonds(S, single_root=False)
+    n = S.shape[0] - 1
+    grid = np.stack(np.meshgrid(*[np.arange(n + 1)] * n, indexing="ij"), -1).reshape(-1, n)
+    def reaches_root(heads) -> bool:  # every word reaches ROOT within n steps: no cycle, any number of roots
+        for d in range(1, n + 1):
+            x = d
+            for _ in range(n):
+                x = 0 if x == 0 else int(heads[x - 1])
+            if x != 0 or heads[d - 1] == d:
+                return False
+        return True
+
+    assert reaches_root(free)
+    if n <= 5:
+        trees = np.array([t for t in grid if reaches_root(t)])
+        assert key_of(S, free)[1] == pytest.approx(best_key(S, trees)[1], abs=1e-9)
 
 
 def test_random_matrices_against_brute_force() -> None:

@@ -1,6 +1,7 @@
 """Probabilistic Transformer: mean-field inference against a naive loop implementation of design/models.md (every
-decomposition, the ROOT variant), padding invariance, gradients and recomputation, the regularizer, parse scores and
-channels, configs and recipes, and train → parse → eval end to end."""
+decomposition, the ROOT variant), padding invariance, gradients and recomputation, the regularizer, the authors'
+settings (ROOT switches, decoders, summed chunk losses), parse scores and channels, configs and recipes, and
+train → parse → eval end to end."""
 
 from __future__ import annotations
 
@@ -16,11 +17,15 @@ from click.testing import CliRunner
 from depinduce.cli.main import cli
 from depinduce.data.vocab import Vocab
 from depinduce.errors import DepinduceError
+from depinduce.models.base import ParseScores
 from depinduce.models.neural import pad_batch
 from depinduce.models.probformer import ProbFormer, ProbFormerConfig
 from depinduce.models.probformer.inference import bucket_index
+from depinduce.models.probformer.model import head_scores
 from depinduce.structures.decode import decode_heads
 from depinduce.structures.dependency import tree_problem
+from depinduce.structures.mst import chu_liu_edmonds
+from depinduce.structures.root_reweighting import root_reweighted_tree, root_reweighting_constant
 from depinduce.training.config import load_recipe, resolve_config
 from depinduce.training.objectives import MaskedLM
 from training_support import REPO, make_data
@@ -124,25 +129,36 @@ def reconstructed(model: ProbFormer) -> tuple[torch.Tensor, torch.Tensor | None]
     if config.decomposition == "uv":
         for r in range(R):
             T += factors.U[:, :, r].permute(0, 2, 1)[:, :, None, :] * factors.V[:, :, r].permute(0, 2, 1)[:, None]
-        if root is not None:
-            root_T = sum(root.U[:, r].T[:, None, :] * root.V[:, r].T[None] for r in range(R))
     elif config.decomposition == "uvw":
         for r in range(R):
             T += (factors.U[:, r][:, :, None, None] * factors.V[:, r][:, None, :, None]
                   * factors.W[:, :, r][:, None, None, :])
-        if root is not None:
-            root_T = sum(root.U[r][:, None, None] * root.V[r][None, :, None] * root.W[:, r][None, None]
-                         for r in range(R))
     else:
         T = factors.T.permute(0, 2, 3, 1).clone()
-        root_T = root.T if root is not None else None
-    return T.detach(), None if root_T is None else root_T.detach()
+    if root is None:
+        return T.detach(), None
+    if config.root_decomposition == "uv":  # the root tensor's own form, independent of the words'
+        root_T = sum(root.U[:, r].T[:, None, :] * root.V[:, r].T[None] for r in range(R))
+    elif config.root_decomposition == "uvw":
+        root_T = sum(root.U[r][:, None, None] * root.V[r][None, :, None] * root.W[:, r][None, None] for r in range(R))
+    else:
+        root_T = root.T
+    return T.detach(), root_T.detach()
 
 
-VARIANTS = [{"decomposition": dec, "root": root} for dec in ("uv", "uvw", "none") for root in (False, True)]
+# every word form without ROOT; with ROOT, the root tensor in the authors' default form (full) and in another one
+VARIANTS = [{"decomposition": dec, "root": False} for dec in ("uv", "uvw", "none")] + [
+    {"decomposition": dec, "root": True, "root_decomposition": root_dec}
+    for dec, root_dec in (("uv", "none"), ("uv", "uv"), ("uvw", "none"), ("uvw", "uv"), ("none", "none"),
+                          ("none", "uvw"))
+]
 
 
-@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v['decomposition']}{'-root' if v['root'] else ''}")
+def _variant_id(variant: dict) -> str:
+    return variant["decomposition"] + (f"-root-{variant['root_decomposition']}" if variant["root"] else "")
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=_variant_id)
 def test_mean_field_follows_the_design_equations(variant: dict) -> None:
     model = tiny_model(d=3, n_channels=2, rank=2, root_size=2, dropout=0.0, **variant).double().eval()
     for param in model.parameters():  # larger scores than the initialisation: sharper, more telling marginals
@@ -203,7 +219,7 @@ def test_a_sentence_scores_the_same_alone_and_padded_in_a_batch(root: bool) -> N
 
 @pytest.mark.parametrize("decomposition", ["uv", "uvw", "none"])
 def test_the_masked_lm_loss_reaches_every_ternary_factor(decomposition: str) -> None:
-    model = tiny_model(decomposition=decomposition, root=True, dropout=0.1).train()
+    model = tiny_model(decomposition=decomposition, root=True, root_decomposition=decomposition, dropout=0.1).train()
     tokens, mask = batch_of(list(range(3, 12)), list(range(20, 26)))
     objective = MaskedLM(0.4)
     inputs = objective.prepare(tokens, mask, generator=torch.Generator().manual_seed(0))
@@ -243,17 +259,176 @@ def test_gradients_of_the_inference_are_exact() -> None:
     assert torch.autograd.gradcheck(lambda x: model.mean_field(x, mask).q_z, (x,), fast_mode=True)
 
 
-@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v['decomposition']}{'-root' if v['root'] else ''}")
+@pytest.mark.parametrize("variant", VARIANTS, ids=_variant_id)
 def test_regularizer_is_the_weighted_frobenius_norm_of_the_reconstructed_tensor(variant: dict) -> None:
     model = tiny_model(ternary_l2=5e-4, **variant).double()
     T, root_T = reconstructed(model)
-    squared = T.pow(2).sum() + (root_T.pow(2).sum() if root_T is not None else 0.0)
+    norm = T.pow(2).sum().sqrt() + (root_T.pow(2).sum().sqrt() if root_T is not None else 0.0)  # separate terms
     regularizer = model.regularizer()
     assert regularizer is not None
-    assert regularizer.item() == pytest.approx(5e-4 * squared.sqrt().item(), rel=1e-9)
+    assert regularizer.item() == pytest.approx(5e-4 * norm.item(), rel=1e-9)
     regularizer.backward()
     assert model.mean_field.factors.parameters().__next__().grad is not None
     assert tiny_model(ternary_l2=0.0).regularizer() is None
+
+
+# ------------------------------------------------------------------------------- the authors' ROOT variant
+
+
+def test_root_label_scores_are_dropped_after_every_update_as_the_authors_do() -> None:
+    tokens, mask = batch_of([4, 5, 6, 7, 8], [9, 10])
+    found = {}
+    for root_dropout in (True, False):
+        model = tiny_model(root=True, root_dropout=root_dropout, dropout=0.5, n_iter=1, recompute=False).train()
+        torch.manual_seed(3)  # the same draws for q_z and Q_h: q_R's mask is drawn last, after q_z's
+        found[root_dropout] = model.infer(tokens, mask)
+    assert torch.equal(found[True].q_z, found[False].q_z) and torch.equal(found[True].heads, found[False].heads)
+    dropped, kept = found[True].q_root, found[False].q_root
+    zeroed = dropped == 0
+    assert 0 < int(zeroed.sum()) < zeroed.numel()  # p = 0.5: some labels dropped, some kept
+    assert torch.equal(dropped[~zeroed], 2 * kept[~zeroed])  # the kept ones scaled by 1 / (1 − p)
+    assert ProbFormerConfig().root_dropout is True
+    evaluated = tiny_model(root=True, dropout=0.5, n_iter=1).eval()
+    assert torch.all(evaluated.infer(tokens, mask).q_root != 0)  # no dropout outside training
+
+
+def test_root_tensor_takes_its_own_form_independently_of_the_words() -> None:
+    def parameters(model: ProbFormer, part: str) -> dict[str, tuple[int, ...]]:
+        return {name.rsplit(".", 1)[1]: tuple(p.shape) for name, p in model.named_parameters() if part in name}
+
+    d, d_root, C, R = TINY["d"], 5, TINY["n_channels"], TINY["rank"]
+    default = tiny_model(decomposition="uv", root=True, root_size=d_root)  # the authors' default: full T_root
+    assert parameters(default, "root_factor") == {"T": (d, d_root, C)}
+    assert set(parameters(default, "mean_field.factors")) == {"U", "V"}
+    mixed = tiny_model(decomposition="none", root=True, root_size=d_root, root_decomposition="uvw")
+    assert parameters(mixed, "root_factor") == {"U": (R, d), "V": (R, d_root), "W": (C, R)}
+    assert set(parameters(mixed, "mean_field.factors")) == {"T"}
+    assert ProbFormerConfig().root_decomposition == "none"
+
+
+@pytest.mark.parametrize("root_norm, value, root_grad", [("separate", 3.5, 0.25), ("joint", 2.5, 0.15)])
+def test_root_regularizer_is_a_separate_term_as_the_authors_trainer_adds_it(root_norm: str, value: float,
+                                                                            root_grad: float) -> None:
+    # full tensors of known entries: T all 1 over 4 buckets × 1 channel × 2 × 2 → ‖T‖ = 4; T_root all 1.5 over
+    # 2 × 2 × 1 → ‖T_root‖ = 3.  separate: 0.5 · (4 + 3) = 3.5;  joint: 0.5 · √(16 + 9) = 2.5.
+    model = tiny_model(d=2, n_channels=1, distance_threshold=1, decomposition="none", root=True, root_size=2,
+                       root_norm=root_norm, ternary_l2=0.5).double()
+    with torch.no_grad():
+        model.mean_field.factors.T.fill_(1.0)
+        model.mean_field.root_factor.T.fill_(1.5)
+    regularizer = model.regularizer()
+    assert regularizer is not None and regularizer.item() == pytest.approx(value, rel=1e-12)
+    regularizer.backward()
+    # d/dT_root: 0.5 · 1.5 / ‖T_root‖ (separate) or 0.5 · 1.5 / √(‖T‖² + ‖T_root‖²) (joint)
+    assert torch.allclose(model.mean_field.root_factor.T.grad, torch.full((2, 2, 1), root_grad, dtype=F64))
+    assert ProbFormerConfig().root_norm == "separate"
+
+
+# ------------------------------------------------------------------------------------- the authors' decoders
+
+
+def own(name: str, matrix: torch.Tensor, model: type[ProbFormer] | ProbFormer = ProbFormer) -> list[int]:
+    return model.own_decoders[name].decode(ParseScores(heads=matrix))
+
+
+def test_authors_argmax_takes_each_words_most_probable_word_head_never_root() -> None:
+    # head marginals (row = dependent): word 1 splits .5/.5 between words 2 and 3; words 2 and 3 point at word 1
+    probs = torch.tensor([[0.0, 0.5, 0.5], [0.9, 0.0, 0.1], [0.9, 0.1, 0.0]])
+    matrix = head_scores(probs, None)
+    assert own("probformer-argmax", matrix) == [2, 1, 1]  # the tie goes to the leftmost head; no ROOT at all
+    assert decode_heads(matrix, "argmax") == [0, 1, 1]  # depinduce's: word 1 receives the most mass (share .6)
+    assert own("probformer-argmax", head_scores(torch.zeros(1, 1), None)) == [0]  # one word: ROOT, not itself
+
+
+def test_authors_tree_decoders_sum_probabilities_with_root_at_zero() -> None:
+    probs = torch.tensor([[0.0, 0.3, 0.5, 0.2],
+                          [0.3, 0.0, 0.1, 0.6],
+                          [0.1, 0.8, 0.0, 0.1],
+                          [0.2, 0.3, 0.5, 0.0]])
+    matrix = head_scores(probs, None)
+    # Each word's best head: 1→3 (.5), 2→4 (.6), 3→2 (.8), 4→3 (.5), total 2.4, with the cycle 2→4→3→2.  ROOT
+    # scores 0, so the root word loses its best head: rooting word 4 (−.5) leaves the tree 1→3→2→4 (1.9, best);
+    # word 2 (−.6): 1.8; word 3 (−.8): 1.6; word 1 (−.5) leaves the cycle.  1→3 crosses 2→4: not projective.
+    assert own("probformer-nonprojective", matrix) == [3, 4, 2, 0]
+    # projective, root 4 with 2→4 and 3→2: word 1 takes word 2 (.3; 1→3 would cross 2→4): 1.7, the best
+    assert own("probformer-projective", matrix) == [2, 4, 2, 0]
+    # depinduce's decoders (log-probabilities, ROOT scored by received mass) choose other trees here
+    assert decode_heads(matrix, "mst") == [3, 0, 2, 3] and decode_heads(matrix, "eisner") == [2, 0, 2, 3]
+
+
+def test_root_reweighting_lowers_root_arcs_until_one_root_is_best() -> None:
+    scores = torch.tensor([[0.0, 0.0, 0.0],
+                           [5.0, -math.inf, 1.0],
+                           [4.0, 1.0, -math.inf]])
+    assert chu_liu_edmonds(scores, single_root=False) == [0, 0]  # both words on ROOT: 9
+    assert root_reweighting_constant(scores) == 1 + 2 * (5.0 - 1.0)  # the finite entries' spread
+    assert root_reweighted_tree(scores) == [0, 1]  # 5 + 1 beats 1 + 4
+    assert torch.isinf(scores[1, 1])  # never modified
+
+
+def test_a_root_model_decodes_with_its_root_marginals() -> None:
+    # rows: P(ROOT), then the words (diagonal 0)
+    probs = torch.tensor([[0.1, 0.0, 0.7, 0.2],
+                          [0.1, 0.8, 0.0, 0.1],
+                          [0.5, 0.1, 0.4, 0.0]])
+    matrix = head_scores(probs[:, 1:], probs[:, 0])
+    model = tiny_model(root=True)
+    assert own("probformer-argmax", matrix, model) == [2, 1, 0]  # word 3's best head is ROOT
+    # with ROOT's marginals: root 3 (.5) + 2→1 (.8) + 1→3 (.2) = 1.5 beats root 1 (.1 + .8 + .4 = 1.3)
+    assert own("probformer-nonprojective", matrix, model) == [3, 1, 0]
+    assert own("probformer-projective", matrix, model) == [3, 1, 0]
+    # the same matrix read as the paper's model (ROOT at 0): root 1 (.8 + .4 = 1.2) beats root 3 (1.0)
+    assert own("probformer-nonprojective", matrix) == own("probformer-projective", matrix) == [0, 1, 2]
+    assert set(model.own_decoders) == set(ProbFormer.own_decoders) == {
+        "probformer-argmax", "probformer-nonprojective", "probformer-projective"}
+
+
+# ------------------------------------------------------------------------ the authors' summed chunk losses
+
+
+def _loss_and_grads(model: ProbFormer, objective: MaskedLM, rows: list[list[int]], masks: list[list[bool]]):
+    model.zero_grad()
+    tokens, mask = batch_of(*rows)
+    inputs = objective.prepare(tokens, mask, fixed=[torch.tensor(m) for m in masks])
+    out = objective.compute(model, **inputs)
+    out.loss.backward()
+    return out, {name: p.grad.clone() for name, p in model.named_parameters()}
+
+
+def test_summed_chunk_losses_give_four_times_the_mean_gradient() -> None:
+    model = tiny_model(dropout=0.0, ternary_l2=0.05).double().train()
+    # 8 sentences in 4 runs of 2 (consecutive), each run with 3 masked words, so the 4 runs' mean losses
+    # sum to 4 × the batch mean: Σ_k nll_k / 3 + 4·R = 4 · (Σ_k nll_k / 12 + R), the regularizer R included.
+    rows = [[4, 5, 6], [7, 8], [9, 10, 11, 12], [13], [14, 15], [16, 17, 18, 19, 20], [21, 22, 23], [24, 25]]
+    masks = [[True, False, True], [True, False], [False, True, True, False], [True], [True, False],
+             [False, True, True, False, False], [True, True, False], [False, True]]
+    mean, mean_grads = _loss_and_grads(model, MaskedLM(0.3), rows, masks)
+    summed, summed_grads = _loss_and_grads(model, MaskedLM(0.3, chunks=4), rows, masks)
+    assert summed.loss.item() == pytest.approx(4 * mean.loss.item(), rel=1e-12)
+    assert torch.equal(summed.count, mean.count) and summed.nll_sum.item() == pytest.approx(mean.nll_sum.item())
+    regularizer = model.regularizer()
+    assert regularizer is not None and 4 * regularizer.item() > 0.01 * summed.loss.item()  # it weighs in
+    for name, grad in mean_grads.items():
+        assert torch.allclose(summed_grads[name], 4 * grad, rtol=1e-9, atol=1e-15), name
+
+
+def test_chunks_are_runs_of_consecutive_sentences_each_with_its_own_mean_and_regularizer() -> None:
+    model = tiny_model(dropout=0.0, ternary_l2=0.05).double().train()
+    rows = [[4, 5, 6], [7, 8], [9, 10, 11, 12], [13, 14], [15, 16, 17]]
+    masks = [[True, False, True], [True, False], [False, True, True, True], [True, False], [False, True, False]]
+    whole, _ = _loss_and_grads(model, MaskedLM(0.3, chunks=2), rows, masks)
+    first, _ = _loss_and_grads(model, MaskedLM(0.3), rows[:3], masks[:3])  # 3 + 2 sentences
+    second, _ = _loss_and_grads(model, MaskedLM(0.3), rows[3:], masks[3:])
+    assert whole.loss.item() == pytest.approx(first.loss.item() + second.loss.item(), rel=1e-12)
+    assert whole.nll_sum.item() == pytest.approx(first.nll_sum.item() + second.nll_sum.item(), rel=1e-12)
+    few, _ = _loss_and_grads(model, MaskedLM(0.3, chunks=4), rows[:2], masks[:2])  # fewer sentences than chunks
+    one = [_loss_and_grads(model, MaskedLM(0.3), [r], [m])[0].loss.item() for r, m in zip(rows[:2], masks[:2])]
+    assert few.loss.item() == pytest.approx(sum(one), rel=1e-12)
+    model.eval()  # evaluation: the batch's mean, chunks or not (only the NLL sum is reported there)
+    with torch.no_grad():
+        tokens, mask = batch_of(*rows)
+        inputs = MaskedLM(0.3).prepare(tokens, mask, fixed=[torch.tensor(m) for m in masks])
+        assert MaskedLM(0.3, chunks=2).compute(model, **inputs).loss == MaskedLM(0.3).compute(model, **inputs).loss
 
 
 # ---------------------------------------------------------------------------------------- parsing and channels
@@ -332,6 +507,9 @@ def test_config_errors_are_one_line() -> None:
         ({"root": "yes"}, "root must be true or false"),
         ({"root_size": 0}, "root_size must be a positive integer or null"),
         ({"ternary_l2": -1}, "ternary_l2 must be a non-negative number"),
+        ({"root_dropout": "yes"}, "root_dropout must be true or false"),
+        ({"root_decomposition": "same"}, "root_decomposition must be one of uv, uvw, none, not 'same'"),
+        ({"root_norm": "sum"}, "root_norm must be one of separate, joint, not 'sum'"),
     ):
         with pytest.raises(DepinduceError) as caught:
             ProbFormerConfig(**values)
@@ -355,6 +533,11 @@ def test_recipes_load_and_build(name: str) -> None:
         assert (model.config.d, model.n_channels, model.config.rank, model.config.dropout) == (384, 16, 64, 0.15)
         assert factors.U.shape == (8, 16, 64, 384)
         assert (config.train.lr, config.train.weight_decay, config.train.select) == (1e-3, 1.4e-6, "dev_ppl")
+        # the authors' effective gradient scale: 4 summed chunk means per ~64-sentence batch, clipped at 5
+        assert (config.train.loss_chunks, config.train.batch_tokens, config.train.clip) == (4, 1440, 5.0)
+        assert config.train.decoder == "probformer-argmax"
+        assert (model.config.root_dropout, model.config.root_decomposition, model.config.root_norm) == (
+            True, "none", "separate")
     else:
         assert config.train.select == "dev_uda" and config.train.lr == 1e-3
         assert factors.U.shape == (8, model.n_channels, model.config.rank, model.config.d)
@@ -378,7 +561,7 @@ def test_train_parse_and_eval_end_to_end(tmp_path: Path) -> None:
 
     gold = str(data / "dev.conllu")
     pred = tmp_path / "pred.conllu"
-    for decoder in ("mst", "argmax"):
+    for decoder in ("mst", "argmax", "probformer-argmax", "probformer-nonprojective", "probformer-projective"):
         parsed = runner.invoke(cli, ["parse", "--model", str(run), "--input-format", "conllu", "--decoder", decoder,
                                      "--quiet", gold])
         assert parsed.exit_code == 0, parsed.output
@@ -387,7 +570,7 @@ def test_train_parse_and_eval_end_to_end(tmp_path: Path) -> None:
         assert scored.exit_code == 0, scored.output
         metrics = json.loads(scored.stdout)["metrics"]
         assert 0.0 <= metrics["dda"] <= metrics["uda"] <= 100.0
-        if decoder == "mst":
+        if decoder in ("mst", "probformer-nonprojective", "probformer-projective"):
             assert metrics["well_formed"] == 100.0
 
     channel = runner.invoke(cli, ["parse", "--model", str(run), "--channel", "2", "--quiet", "-"],
@@ -402,3 +585,4 @@ def test_train_parse_and_eval_end_to_end(tmp_path: Path) -> None:
                                 input="a b\n")
     assert no_channels.exit_code == 2 and "has no head channels" in no_channels.output
     assert len(no_channels.output.strip().splitlines()) == 1
+

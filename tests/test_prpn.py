@@ -20,9 +20,11 @@ from depinduce.data.vocab import Vocab
 from depinduce.errors import DepinduceError
 from depinduce.models.neural import pad_batch
 from depinduce.models.prpn import PRPN
+from depinduce.models.prpn import reading
 from depinduce.models.prpn.config import PRPNConfig
+from depinduce.models.prpn.norm import AuthorsLayerNorm
 from depinduce.models.prpn.parsing import stick_breaking_gates
-from depinduce.models.prpn.reading import PredictNetwork, ReadingLayer
+from depinduce.models.prpn.reading import PredictNetwork, ReadingLayer, gated_attention
 from depinduce.structures.spans import (
     binary_tree_from_distances, labelled_spans, word_depths_to_split_distances,
 )
@@ -108,27 +110,9 @@ def test_gates_are_the_stick_breaking_products(hard: bool) -> None:
 
 
 def reference_reading(layer: ReadingLayer, x: torch.Tensor, gates: torch.Tensor) -> torch.Tensor:
-    """The reading layer step by step as the paper writes it (eqs. 9-12 and an LSTM update), one tape tensor."""
-    batch, length, _ = x.shape
-    size, slots = layer.hidden_size, gates.shape[-1]
-    h_tape = torch.zeros(batch, slots, size)
-    c_tape = torch.zeros(batch, slots, size)
-    outputs = []
-    for t in range(length):
-        key = layer.key_x(x[:, t]) + layer.key_h(h_tape[:, 0])
-        scores = torch.einsum("bsh,bh->bs", h_tape, key) / math.sqrt(size)
-        weights = torch.softmax(scores, dim=-1) * gates[:, t]
-        weights = weights / (weights.sum(-1, keepdim=True) + 1e-6)
-        h_att = torch.einsum("bs,bsh->bh", weights, h_tape)
-        c_att = torch.einsum("bs,bsh->bh", weights, c_tape)
-        z = layer.ih_norm(layer.ih(x[:, t])) + layer.hh_norm(layer.hh(h_att))
-        i, f, o, g = z.chunk(4, dim=-1)
-        c = torch.sigmoid(f) * c_att + torch.sigmoid(i) * torch.tanh(g)
-        h = torch.sigmoid(o) * torch.tanh(layer.c_norm(c))
-        outputs.append(h)
-        h_tape = torch.cat([h[:, None], h_tape[:, :-1]], dim=1)
-        c_tape = torch.cat([c[:, None], c_tape[:, :-1]], dim=1)
-    return torch.stack(outputs, dim=1)
+    """The reading layer step by step as the paper writes it (eqs. 9-12 and an LSTM update), one tape tensor:
+    :func:`reference_reading_dropped` with no dropout site."""
+    return reference_reading_dropped(layer, x, gates, None, ())
 
 
 def test_reading_layer_matches_the_step_by_step_equations() -> None:
@@ -154,11 +138,183 @@ def test_predict_network_attends_over_the_previous_states_only() -> None:
     for b, t in itertools.product(range(2), range(5)):
         memory = torch.stack([padded[b, 3 + t - 1 - k] for k in range(3)])  # h_(t-1-k), newest first
         key = net.key(top[b, t])
-        weights = torch.softmax(memory @ key / math.sqrt(6), dim=0) * gates[b, t]
-        weights = weights / (weights.sum() + 1e-6)
+        scores = memory @ key / math.sqrt(6)
+        weights = torch.exp(scores - scores.max()) * gates[b, t]
+        weights = weights / (weights.sum() + 1e-8)
         expected.append(torch.cat([top[b, t], weights @ memory]))
     reference = torch.tanh(net.norm(net.project(torch.stack(expected))))
     assert torch.allclose(got, reference, atol=1e-5)
+
+
+def test_gated_attention_is_normalised_as_the_authors_even_for_a_tiny_gated_mass() -> None:
+    # the only open slot holds e^-20 of the softmax mass: e^(x − max)·g / (Σ + 1e-8) keeps it at 0.17, where
+    # renormalising softmax·g with + 1e-6 would give 0.002
+    logits = torch.tensor([[0.0, -20.0], [0.0, math.log(2.0)]], dtype=torch.float64)
+    gates = torch.tensor([[0.0, 1.0], [1.0, 0.5]], dtype=torch.float64)
+    got = gated_attention(logits, gates)
+    tiny = math.exp(-20.0)
+    assert got[0].tolist() == pytest.approx([0.0, tiny / (tiny + 1e-8)], rel=1e-12)
+    assert got[1].tolist() == pytest.approx([0.5 / (1 + 1e-8), 0.5 / (1 + 1e-8)], rel=1e-12)
+    assert gated_attention(logits, torch.zeros_like(gates)).abs().max().item() == 0.0  # every slot closed
+
+
+def test_authors_layer_norm_is_the_hand_computation() -> None:
+    norm = AuthorsLayerNorm(4).double()
+    with torch.no_grad():
+        norm.weight.copy_(torch.tensor([1.0, 2.0, 1.0, 1.0]))
+        norm.bias.copy_(torch.tensor([0.0, 0.0, 0.0, 0.5]))
+    # mean 3, deviations (−2, −1, 0, 3), unbiased variance 14/3
+    got = norm(torch.tensor([[1.0, 2.0, 3.0, 6.0]], dtype=torch.float64))[0].tolist()
+    sigma = math.sqrt(14.0 / 3.0) + 1e-6
+    assert got == pytest.approx([-2.0 / sigma, -2.0 / sigma, 0.0, 3.0 / sigma + 0.5], rel=1e-12)
+    # a nearly constant input: unbiased σ = 2e-6, ε = 1e-6 outside the root (torch's ε = 1e-5 inside would
+    # flatten it to ~1e-3)
+    flat = norm(torch.tensor([[0.0, 0.0, 0.0, 4e-6]], dtype=torch.float64))[0].tolist()
+    assert flat == pytest.approx([-1.0 / 3.0, -2.0 / 3.0, -1.0 / 3.0, 1.5], rel=1e-9)
+
+
+def test_layer_norm_switch_picks_the_norm_and_keeps_checkpoints_loadable() -> None:
+    torch_model, authors_model = tiny_model(), tiny_model(layer_norm="authors")
+    for reader in authors_model.readers:
+        assert all(isinstance(m, AuthorsLayerNorm) for m in (reader.ih_norm, reader.hh_norm, reader.c_norm))
+    assert all(isinstance(reader.c_norm, torch.nn.LayerNorm) for reader in torch_model.readers)
+    authors_model.load_state_dict(torch_model.state_dict())  # same parameter names
+
+
+def _value_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """A deterministic stand-in for dropout whose mask depends on the values only: a tensor dropped twice gets one
+    mask, different tensors get unrelated masks — so where a mask is drawn shows in the result."""
+    if not training or p == 0.0:
+        return x
+    keep = torch.frac(x.abs() * 1e4) >= p
+    return torch.where(keep, x / (1.0 - p), torch.zeros_like(x))
+
+
+READING_SITES = ("lstm_input", "key_x", "key_h", "key_out")
+
+
+def reference_reading_dropped(layer: ReadingLayer, x: torch.Tensor, gates: torch.Tensor,
+                              masks: torch.Tensor | None, sites: tuple[str, ...]) -> torch.Tensor:
+    """The authors' reading layer step by step with dropout at the named sites: ``_value_dropout`` on the LSTM
+    input (rate ``dropout``) and the key's x_t (rate ``key_dropout``), the masks ``masks[0]``, ``masks[1]``
+    (B, T, H) on the key's h_(t−1) and on the key."""
+    def drop(site: str, v: torch.Tensor, p: float) -> torch.Tensor:
+        return _value_dropout(v, p, True) if site in sites else v
+
+    batch, length, _ = x.shape
+    size, slots = layer.hidden_size, gates.shape[-1]
+    h_tape = x.new_zeros(batch, slots, size)
+    c_tape = x.new_zeros(batch, slots, size)
+    outputs = []
+    for t in range(length):
+        h_last = h_tape[:, 0] * masks[0][:, t] if "key_h" in sites else h_tape[:, 0]
+        key = layer.key_x(drop("key_x", x[:, t], layer.key_dropout)) + layer.key_h(h_last)
+        key = key * masks[1][:, t] if "key_out" in sites else key
+        scores = torch.einsum("bsh,bh->bs", h_tape, key) / math.sqrt(size)
+        weights = torch.exp(scores - scores.max(dim=-1, keepdim=True).values) * gates[:, t]
+        weights = weights / (weights.sum(-1, keepdim=True) + 1e-8)
+        h_att = torch.einsum("bs,bsh->bh", weights, h_tape)
+        c_att = torch.einsum("bs,bsh->bh", weights, c_tape)
+        z = layer.ih_norm(layer.ih(drop("lstm_input", x[:, t], layer.dropout))) + layer.hh_norm(layer.hh(h_att))
+        i, f, o, g = z.chunk(4, dim=-1)
+        c = torch.sigmoid(f) * c_att + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(layer.c_norm(c))
+        outputs.append(h)
+        h_tape = torch.cat([h[:, None], h_tape[:, :-1]], dim=1)
+        c_tape = torch.cat([c[:, None], c_tape[:, :-1]], dim=1)
+    return torch.stack(outputs, dim=1)
+
+
+def test_reading_layer_drops_where_the_authors_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reading, "apply_dropout", _value_dropout)
+    torch.manual_seed(4)
+    layer = ReadingLayer(5, 6, dropout=0.3, rdropout=0.0, key_dropout=0.2, placement="authors").double().train()
+    x = torch.randn(3, 7, 5, dtype=torch.float64)
+    distances = torch.rand(3, 7, dtype=torch.float64)
+    gates = stick_breaking_gates(distances, distances, torch.full((3, 4), math.inf, dtype=torch.float64),
+                                 resolution=0.5, hard=True)
+    masks = (torch.rand(2, 3, 7, 6, dtype=torch.float64) >= 0.2).double() / 0.8
+    monkeypatch.setattr(layer, "key_step_masks", lambda _: (masks[0].unbind(1), masks[1].unbind(1)))
+    with torch.no_grad():
+        got, _ = layer(x, gates, None)
+        assert torch.allclose(got, reference_reading_dropped(layer, x, gates, masks, READING_SITES), atol=1e-10)
+        for missing in READING_SITES:  # the comparison sees each of the four dropouts
+            partial = tuple(site for site in READING_SITES if site != missing)
+            assert not torch.allclose(got, reference_reading_dropped(layer, x, gates, masks, partial), atol=1e-6)
+
+        # depinduce's placement: the key reads the LSTM input's dropped x_t (one mask) and nothing else is dropped
+        layer.placement = "depinduce"
+        shared, _ = layer(x, gates, None)
+        layer.key_dropout = layer.dropout  # the reference then draws the key's x_t mask as the LSTM input's
+        assert torch.allclose(shared, reference_reading_dropped(layer, x, gates, masks, ("lstm_input", "key_x")),
+                              atol=1e-10)
+
+
+def test_key_step_masks_are_fresh_dropout_masks() -> None:
+    torch.manual_seed(6)
+    layer = ReadingLayer(5, 300, dropout=0.0, rdropout=0.0, key_dropout=0.25)
+    h_masks, key_masks = layer.key_step_masks(torch.zeros(4, 7, 5))
+    assert len(h_masks) == len(key_masks) == 7 and h_masks[0].shape == (4, 300)
+    every = torch.stack([*h_masks, *key_masks])
+    assert every.unique().tolist() == pytest.approx([0.0, 1 / 0.75])
+    assert every.eq(0).float().mean().item() == pytest.approx(0.25, abs=0.01)
+    assert not torch.equal(h_masks[0], h_masks[1]) and not torch.equal(h_masks[0], key_masks[0])
+
+
+@pytest.mark.parametrize("placement", ["authors", "depinduce"])
+def test_predict_network_drops_its_key_where_the_placement_says(placement: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reading, "apply_dropout", _value_dropout)
+    torch.manual_seed(5)
+    net = PredictNetwork(6, 5, dropout=0.3, placement=placement).double().train()
+    top = torch.randn(2, 5, 6, dtype=torch.float64)
+    gates = torch.rand(2, 5, 3, dtype=torch.float64)
+    rows = torch.ones(2, 5, dtype=torch.bool)
+    with torch.no_grad():
+        got = net(top, gates, rows, None)
+        padded = torch.cat([top.new_zeros(2, 3, 6), top], dim=1)
+        for key_out in (True, False):
+            joined = []
+            for b, t in itertools.product(range(2), range(5)):
+                memory = torch.stack([padded[b, 3 + t - 1 - k] for k in range(3)])  # h_(t-1-k), newest first
+                key = net.key(_value_dropout(top[b, t], 0.3, True))
+                key = _value_dropout(key, 0.3, True) if key_out else key
+                scores = memory @ key / math.sqrt(6)
+                weights = torch.exp(scores - scores.max()) * gates[b, t]
+                joined.append(torch.cat([top[b, t], weights / (weights.sum() + 1e-8) @ memory]))
+            reference = torch.tanh(net.norm(net.project(_value_dropout(torch.stack(joined), 0.3, True))))
+            assert torch.allclose(got, reference, atol=1e-10) == (key_out == (placement == "authors"))
+
+
+def test_dropout_masks_per_layer_are_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every dropout mask the reading layers and the predict network draw in one training pass of a 4-word
+    sentence (5 positions: the boundary and the words), with its rate and shape."""
+    module = [""]
+    calls: list[tuple[str, float, tuple[int, ...]]] = []
+
+    def recorder(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+        calls.append((module[0], p, tuple(x.shape)))
+        return x
+
+    monkeypatch.setattr(reading, "apply_dropout", recorder)
+    tokens, mask = pad_batch([[5, 6, 7, 8]], 0)
+    expected = {  # per reading layer: the LSTM input, the key's x_t, then the key's h_(t−1) and output per step
+        "authors": [("reader0", 0.3, (1, 5, 12)), ("reader0", 0.2, (1, 5, 12)), ("reader0", 0.2, (1, 5, 16)),
+                    ("reader0", 0.2, (1, 5, 16)),
+                    ("reader1", 0.2, (1, 5, 16)), ("reader1", 0.2, (1, 5, 16)), ("reader1", 0.2, (1, 5, 16)),
+                    ("reader1", 0.2, (1, 5, 16)),
+                    ("predictor", 0.2, (1, 5, 16)), ("predictor", 0.2, (1, 5, 16)), ("predictor", 0.2, (5, 32))],
+        "depinduce": [("reader0", 0.3, (1, 5, 12)), ("reader1", 0.2, (1, 5, 16)),
+                      ("predictor", 0.2, (1, 5, 16)), ("predictor", 0.2, (5, 32))],
+    }
+    for placement, pinned in expected.items():
+        model = tiny_model(dropout=0.3, idropout=0.2, dropout_placement=placement).train()
+        for name, part in (("reader0", model.readers[0]), ("reader1", model.readers[1]),
+                           ("predictor", model.predictor)):
+            part.register_forward_pre_hook(lambda *_, name=name: module.__setitem__(0, name))
+        calls.clear()
+        model.lm_hidden(tokens, mask)
+        assert calls == pinned, placement
 
 
 # ---------------------------------------------------------------------------------------- the model
@@ -211,6 +367,18 @@ def test_tree_options_give_the_papers_or_the_gap_parse() -> None:
         assert gaps.eval().score_tensors(tokens, mask)[0].distances.tolist() == pytest.approx(depths[1:])
 
 
+def test_initialisation_is_the_authors_under_torch_0_3() -> None:
+    model = tiny_model()  # emb 12, hidden 16
+    for norm in (model.parser.norm, model.predictor.norm):  # BatchNorm scales uniform in [0, 1), not 1
+        assert 0.0 <= norm.weight.min().item() and norm.weight.max().item() < 1.0
+    reader = model.readers[0]  # the key is one map of [x_t; h_(t−1)]: ±1/√(12 + 16), not ±1/√12 and ±1/√16
+    for weight in (reader.key_x.weight, reader.key_x.bias, reader.key_h.weight):
+        assert weight.abs().max().item() <= 1 / math.sqrt(28)
+    assert reader.key_x.weight.abs().max().item() > 0.9 / math.sqrt(28)
+    for head in (model.parser.distance, model.parser.next_distance):  # a grouped conv's bound: all 16 channels
+        assert max(head.weight.abs().max().item(), head.bias.abs().max().item()) <= 1 / math.sqrt(16)
+
+
 def test_gradients_reach_every_parameter_through_the_lm_loss() -> None:
     model = tiny_model(dropout=0.1, idropout=0.1, rdropout=0.1).train()
     tokens, mask = pad_batch([[5, 6, 7, 8], [9, 10]], 0)
@@ -230,6 +398,10 @@ def test_config_errors_are_one_line() -> None:
         PRPNConfig(resolution=0)
     with pytest.raises(DepinduceError, match="hidden_size must be even"):
         PRPNConfig(hidden_size=401)
+    with pytest.raises(DepinduceError, match="prpn: dropout_placement must be one of authors, depinduce"):
+        PRPNConfig(dropout_placement="paper")
+    with pytest.raises(DepinduceError, match="prpn: layer_norm must be one of torch, authors"):
+        PRPNConfig(layer_norm="rms")
 
 
 @pytest.mark.parametrize("name", ["prpn-ptb.yaml", "prpn-ptb-cpu.yaml", "prpn-ptb-lm.yaml"])
@@ -239,6 +411,8 @@ def test_recipes_load(name: str) -> None:
     assert config.model == "prpn"
     model_config = PRPNConfig(**config.model_config)
     assert (config.train.beta1, config.train.clip) == (0.0, 1.0)
+    if name != "prpn-ptb-cpu.yaml":  # the paper recipes use the paper settings
+        assert (model_config.dropout_placement, model_config.layer_norm) == ("authors", "authors")
     if name == "prpn-ptb-lm.yaml":
         assert (config.train.lm_mode, config.train.bptt, config.train.select) == ("continuous", 35, "dev_ppl")
         assert model_config.emb_size == 800 and model_config.hidden_size == 1200

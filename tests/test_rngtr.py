@@ -105,8 +105,8 @@ def test_padding_does_not_change_scores():
     heads = torch.tensor([[2, 0, 2, 0, 0], [0, 1, 1, 3, 4]])
     alone = net.arc_label_logits(tokens[:1, :3], mask[:1, :3], heads[:1, :3], upos=upos[:1, :3])
     batched = net.arc_label_logits(tokens, mask, heads, upos=upos)
-    arc_alone, label_alone = alone[0]
-    arc_b, label_b = batched[0]
+    arc_alone, label_alone, _ = alone[0]
+    arc_b, label_b, _ = batched[0]
     assert torch.allclose(arc_alone[0], arc_b[0, :3, :4], atol=1e-5)
     assert torch.allclose(label_alone[0], label_b[0, :3], atol=1e-5)
     assert (arc_b[0, :, 4:] < -1e30).all()  # padding heads are never chosen
@@ -129,7 +129,7 @@ def test_gradients_reach_relation_tables_and_scorers():
     labels = torch.tensor([[1, 0, 2, 3]])
     out = net.arc_label_logits(tokens, mask, heads, upos=upos, init_heads=heads, init_labels=labels)
     loss = sum(torch.nn.functional.cross_entropy(a[0], heads[0]) + torch.nn.functional.cross_entropy(l[0], labels[0])
-               for a, l in out)
+               for a, l, _ in out)
     loss.backward()
     for name in ("encoder.layers.0.attention.rel_k.weight", "encoder.layers.0.attention.rel_v.weight",
                  "arc.weight", "label.bilinear", "encoder.words.weight", "encoder.upos.weight"):
@@ -292,7 +292,7 @@ def test_init_train_is_read_recorded_and_resumes_exactly(tmp_path: Path, monkeyp
                                                  "conllu", "--quiet", str(data / f"{split}.conllu")]).stdout)
     sets = [*TINY_RUN, "train.epochs=2", "train.batch_tokens=120"]
     seen: list[list[int]] = []
-    original_hook = RNGTr.arc_label_logits
+    original_hook = RNGTr.arc_label_passes
 
     def spy(self, tokens, mask, heads, **kw):
         if self.training:
@@ -300,7 +300,7 @@ def test_init_train_is_read_recorded_and_resumes_exactly(tmp_path: Path, monkeyp
             seen.extend(row[m].tolist() for row, m in zip(kw["init_heads"], mask))
         return original_hook(self, tokens, mask, heads, **kw)
 
-    monkeypatch.setattr(RNGTr, "arc_label_logits", spy)
+    monkeypatch.setattr(RNGTr, "arc_label_passes", spy)
     reference = tmp_path / "reference"
     overrides = (*sets, f"train.init_train={rb['train']}", f"train.init_dev={rb['dev']}")
     result = train(TrainOptions(data_dir=data, run_dir=reference, model="rngtr", recipe=RECIPE,
@@ -473,3 +473,167 @@ def test_encoder_path_without_transformers_is_a_one_line_error(tmp_path: Path,
         RNGTr(RNGTrConfig(encoder_path=str(folder)), Vocab.build([["a"]], min_freq=1), TagVocab(["X"], ["dep"]))
     with pytest.raises(DepinduceError, match="not a local HuggingFace model folder"):
         RNGTr(RNGTrConfig(encoder_path=str(tmp_path)), Vocab.build([["a"]], min_freq=1), TagVocab(["X"], ["dep"]))
+
+
+# ------------------------------------------------------------------- the authors' refinement loop (issue 23)
+
+
+def _scripted(net: RNGTrNetwork, graphs: list[dict[int, list[int]]], monkeypatch: pytest.MonkeyPatch) -> list:
+    """Make the network's argmax graph after pass k be ``graphs[k][row]`` for each batch row still refining
+    (labels 0), and record every encoder call's batch (tokens, mask, relations) — the sentences each pass saw."""
+    calls = {"pass": 0}
+    seen: list = []
+    encode = net.encoder.forward
+
+    def scripted_argmax(hidden, arc):
+        step = calls["pass"]
+        calls["pass"] += 1
+        rows = seen[-1]["rows"]
+        heads = torch.tensor([graphs[step][r] for r in rows])
+        return heads, torch.zeros_like(heads)
+
+    def spy(tokens, upos, mask, relations, pieces=None):
+        rows = [int(t[0]) - 3 for t in tokens]  # each test sentence starts with token 3 + its row
+        seen.append({"rows": rows, "relations": relations, "mask": mask})
+        return encode(tokens, upos, mask, relations, pieces)
+
+    def restart() -> None:  # a new refinement begins
+        calls["pass"] = 0
+        seen.clear()
+
+    monkeypatch.setattr(net, "_argmax_graph", scripted_argmax)
+    monkeypatch.setattr(net.encoder, "forward", spy)
+    return seen, restart
+
+
+def test_a_converged_sentence_leaves_the_later_passes_loss_and_attention(monkeypatch: pytest.MonkeyPatch) -> None:
+    from depinduce.training.objectives import HeadsAndLabels
+
+    net = _net(iterations=3)
+    tokens = torch.tensor([[3, 5, 6], [4, 7, 8]])  # row r starts with token 3 + r
+    upos = torch.tensor([[2, 3, 4], [2, 3, 4]])
+    mask = torch.ones_like(tokens, dtype=torch.bool)
+    heads = torch.tensor([[2, 0, 2], [0, 1, 1]])
+    labels = torch.zeros_like(heads)
+    # sentence 0 repeats its graph at pass 1 (converged); sentence 1 keeps changing until the last pass
+    graphs = [{0: [2, 0, 2], 1: [0, 1, 1]}, {0: [2, 0, 2], 1: [0, 1, 2]}, {1: [0, 3, 1]}, {1: [0, 1, 1]}]
+    seen, restart = _scripted(net, graphs, monkeypatch)
+    passes = net.arc_label_logits(tokens, mask, heads, upos=upos)
+    assert [p.rows.tolist() for p in passes] == [[0, 1], [0, 1], [1], [1]]
+    assert [s["rows"] for s in seen] == [[0, 1], [0, 1], [1], [1]]  # passes 2 and 3 never see sentence 0
+    # pass 2 is sentence 1 alone, reading its pass-1 graph: its scores are those of that sentence by itself
+    alone = net.encode(tokens[1:], upos[1:], mask[1:], (torch.tensor([[0, 1, 2]]), torch.zeros((1, 3), dtype=torch.long)))
+    assert torch.allclose(passes[2].arc, net.arc(alone, mask[1:]), atol=1e-6)
+    # the loss: sentence 0's three tokens at passes 0 and 1 only, sentence 1's at all four
+    restart()
+    monkeypatch.setattr(net, "regularizer", lambda: None, raising=False)  # the backend's hook; the network has none
+    out = HeadsAndLabels().compute(net, tokens=tokens, mask=mask, heads=heads, labels=labels, upos=upos)
+    assert int(out.count) == 3 * 2 + 3 * 4
+    restart()
+    # stopping is per sentence at inference too: the last pass decodes sentence 1 only
+    final = net.final_scores(tokens, upos, mask)
+    assert final.passes == 4 and [s["rows"] for s in seen][-1] == [1]
+
+
+def test_first_graph_mst_feeds_the_authors_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    from depinduce.models.rngtr.decoders import probability_tree
+
+    torch.manual_seed(3)
+    net = _net(iterations=1, first_graph="mst")
+    tokens = torch.tensor([[3, 5, 6, 7, 8, 9]])
+    upos = torch.tensor([[2, 3, 4, 5, 2, 3]])
+    mask = torch.ones_like(tokens, dtype=torch.bool)
+    graphs: list = []
+    encode = net.encode
+    monkeypatch.setattr(net, "encode", lambda *a, **k: graphs.append(a[3]) or encode(*a, **k))
+    passes = net.arc_label_logits(tokens, mask, torch.zeros_like(tokens), upos=upos)
+    assert len(passes) == 2 and graphs[0] is None
+    log_probs = torch.full((7, 7), float("-inf"), dtype=torch.float64)
+    log_probs[1:] = torch.log_softmax(passes[0].arc[0].double(), dim=-1)
+    tree = probability_tree(log_probs)
+    assert graphs[1][0][0].tolist() == tree
+    assert tree.count(0) == 1  # a tree with one root, where the argmax graph of this pass is not:
+    argmax = passes[0].arc[0].argmax(-1).tolist()
+    assert argmax != tree
+    # the default reads the argmax graph, as the paper describes
+    graphs.clear()
+    net.config.first_graph = "argmax"
+    net.arc_label_logits(tokens, mask, torch.zeros_like(tokens), upos=upos)
+    assert graphs[1][0][0].tolist() == argmax
+
+
+def test_decode_pass_previous_decodes_the_pass_before_convergence(monkeypatch: pytest.MonkeyPatch) -> None:
+    net = _net(iterations=3, decode_pass="previous")
+    tokens = torch.tensor([[3, 5, 6], [4, 7, 8]])
+    upos = torch.tensor([[2, 3, 4], [2, 3, 4]])
+    mask = torch.ones_like(tokens, dtype=torch.bool)
+    graphs = [{0: [2, 0, 2], 1: [0, 1, 1]}, {0: [2, 0, 2], 1: [0, 1, 2]}, {1: [0, 3, 1]}, {1: [0, 1, 1]}]
+    _, restart = _scripted(net, graphs, monkeypatch)
+    arcs: list[torch.Tensor] = []
+    scorer = net.arc.forward
+    monkeypatch.setattr(net.arc, "forward", lambda h, m: arcs.append(scorer(h, m)) or arcs[-1])
+    final = net.final_scores(tokens, upos, mask)
+    # sentence 0 converged at pass 1: decoded from pass 0; sentence 1 ran out of passes: decoded from pass 3
+    assert torch.allclose(final.arcs[0], torch.log_softmax(arcs[0][0], -1))
+    assert not torch.allclose(final.arcs[0], torch.log_softmax(arcs[1][0], -1))
+    assert torch.allclose(final.arcs[1], torch.log_softmax(arcs[3][0], -1))
+    arcs.clear()
+    net.config.decode_pass = "last"
+    restart()
+    final = net.final_scores(tokens, upos, mask)
+    assert torch.allclose(final.arcs[0], torch.log_softmax(arcs[1][0], -1))
+
+
+def test_updates_per_pass_steps_the_optimiser_after_every_pass(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    data = make_ud_data(tmp_path / "data", n_train=40, n_dev=6)
+    passes: list[int] = []
+    updates: list[int] = []
+    original = RNGTr.arc_label_passes
+
+    def counting(self, *args, **kwargs):
+        for k, p in enumerate(original(self, *args, **kwargs)):
+            if self.training:
+                if k == 0:
+                    passes.append(0)
+                passes[-1] += 1
+                steps_before = len(updates)
+            yield p
+            if self.training:  # the optimiser has stepped on this pass's loss before the next pass runs
+                assert len(updates) == steps_before + 1
+
+    monkeypatch.setattr(RNGTr, "arc_label_passes", counting)
+    after_step = engine.Schedule.after_step
+    monkeypatch.setattr(engine.Schedule, "after_step", lambda self: updates.append(1) or after_step(self))
+    result = train(TrainOptions(data_dir=data, run_dir=tmp_path / "run", model="rngtr", recipe=RECIPE,
+                                overrides=(*TINY_RUN, "train.epochs=1", "model_config.updates=per_pass"),
+                                threads=1, seed=0, quiet=True), log=lambda _: None)
+    assert result.reason == "completed"
+    assert len(updates) == sum(passes) > len(passes) == result.step
+    # the default: one update per batch on all its passes
+    updates.clear()
+    passes.clear()
+    monkeypatch.setattr(RNGTr, "arc_label_passes", original)
+    result = train(TrainOptions(data_dir=data, run_dir=tmp_path / "run2", model="rngtr", recipe=RECIPE,
+                                overrides=(*TINY_RUN, "train.epochs=1"), threads=1, seed=0, quiet=True),
+                   log=lambda _: None)
+    assert len(updates) == result.step
+
+
+def test_authors_final_decoder_sums_probabilities() -> None:
+    from depinduce.models.base import ParseScores
+    from depinduce.structures.mst import chu_liu_edmonds
+
+    # rows sum to one (ROOT, word 1, word 2, word 3); the sum of the arcs' probabilities (the authors') prefers
+    # 0.16 + 0.68 + 0.59 = 1.43 over 0.36 + 0.68 + 0.36 = 1.40, the product (depinduce's log-probabilities)
+    # prefers 0.36 * 0.68 * 0.36 = 0.088 over 0.16 * 0.68 * 0.59 = 0.064
+    P = torch.tensor([[0, 0, 0, 0], [0.36, 0, 0.48, 0.16], [0.07, 0.68, 0, 0.25], [0.59, 0.05, 0.36, 0]],
+                     dtype=torch.float64)
+    logs = P.log()
+    assert RNGTr.own_decoders["rngtr-mst"].decode(ParseScores(heads=logs)) == [3, 1, 0]
+    assert chu_liu_edmonds(logs) == [0, 1, 2]
+    # rows that still hold mass on the diagonal are renormalised without it, as the authors' masked softmax
+    with_self = logs.clone()
+    with_self[1:, 1:] += torch.eye(3, dtype=torch.float64) * 0  # no-op on the -inf diagonal
+    with_self[2, 2] = math.log(0.5)
+    assert RNGTr.own_decoders["rngtr-mst"].decode(ParseScores(heads=with_self)) == [3, 1, 0]

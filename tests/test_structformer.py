@@ -501,3 +501,161 @@ def test_recompute_ffn_setting_changes_memory_not_numbers(setting: object, monke
 def test_recompute_ffn_accepts_true_false_auto_only() -> None:
     with pytest.raises(DepinduceError, match="recompute_ffn must be true, false or auto, not 'yes'"):
         StructFormerConfig(recompute_ffn="yes")
+
+
+# ------------------------------------------------------------------------------- the authors' settings (paper switches)
+
+
+def test_batch_margin_lets_a_batch_mate_shift_a_sentence() -> None:
+    # As in test_calibration_margin_is_per_sentence: A's own margin is 4.5, B's is 100.  Under the batch margin
+    # (the authors' forward pass) B's 100 is subtracted from A's distances too; under the sentence margin it is not.
+    d_a, h_a = [3.0, 5.0], [0.0, 1.0, 0.5]
+    distance, height, mask = padded([d_a, [100.0]], [h_a, [0.0, 0.0]])
+    per_batch = calibrate_distances(distance, height, mask, per_batch=True)
+    assert per_batch[0, :2].tolist() == [3.0 - 100.0, 5.0 - 100.0] and per_batch[1, :1].tolist() == [0.0]
+    assert per_batch[0, 2] == BIG and per_batch[1, 1] == BIG
+    per_sentence = calibrate_distances(distance, height, mask)
+    assert per_sentence[0, :2].tolist() == [3.0 - 4.5, 5.0 - 4.5]
+    alone = calibrate_distances(*padded([d_a], [h_a]), per_batch=True)
+    assert alone[0, :2].tolist() == [3.0 - 4.5, 5.0 - 4.5]  # a batch of one: the two margins agree
+
+
+def test_margin_switch_applies_to_the_forward_pass_but_not_to_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import depinduce.models.structformer.model as model_module
+
+    calls: list[bool] = []
+
+    def recording(distance, height, mask, per_batch=False):  # type: ignore[no-untyped-def]
+        calls.append(per_batch)
+        return calibrate_distances(distance, height, mask, per_batch)
+
+    monkeypatch.setattr(model_module, "calibrate_distances", recording)
+    tokens, mask = batch_of([4, 8, 15, 16], [23, 42])
+    for margin, forward in (("batch", True), ("sentence", False)):
+        model = tiny_model(margin=margin)
+        calls.clear()
+        with torch.no_grad():
+            model.encode(tokens, mask)
+            assert calls == [forward]
+            model.score_tensors(tokens, mask)  # the authors parse one sentence at a time
+            assert calls == [forward, False]
+    assert StructFormerConfig().margin == "sentence"
+
+
+def test_nary_tree_splits_at_every_tied_maximum() -> None:
+    from depinduce.structures.spans import binary_tree_from_distances, labelled_spans, nary_tree_from_distances
+
+    words = list("abcdefg")
+    distances = [2.0, 5.0, 1.0, 5.0, 5.0, 0.0]  # three tied maxima at the top: ((a b) (c d) e (f g))
+    nary = nary_tree_from_distances(words, distances)
+    assert sorted((a, b) for _, a, b in labelled_spans(nary)) == [(0, 2), (0, 7), (2, 4), (5, 7)]
+    assert len(nary) == 4 and nary.leaves() == words
+    binary = binary_tree_from_distances(words, distances)  # left to right: (a b) ((c d) (e (f g)))
+    assert sorted((a, b) for _, a, b in labelled_spans(binary)) == [(0, 2), (0, 7), (2, 4), (2, 7), (4, 7), (5, 7)]
+    # ties inside a child split it n-ary too: (a ((b c) d e) f); a unique maximum gives the binary tree's split
+    inner = nary_tree_from_distances(list("abcdef"), [7.0, 1.0, 4.0, 4.0, 7.0])
+    assert sorted((a, b) for _, a, b in labelled_spans(inner)) == [(0, 6), (1, 3), (1, 5)]
+    assert len(inner) == 3 and len(inner[1]) == 3
+    assert labelled_spans(nary_tree_from_distances(list("abcd"), [3.0, 1.0, 2.0])) == labelled_spans(
+        binary_tree_from_distances(list("abcd"), [3.0, 1.0, 2.0]))
+
+
+def test_tree_ties_switch_reaches_parse_brackets(monkeypatch: pytest.MonkeyPatch) -> None:
+    from depinduce.data.sentence import Sentence
+    from depinduce.parsing import ParseRequest, parse
+    from depinduce.structures.spans import labelled_spans
+
+    words = ["w1", "w2", "w3", "w4", "w5"]
+    distances = torch.tensor([1.0, 3.0, 3.0, 3.0])  # every boundary but the first tied at the top
+
+    spans = {}
+    for ties in ("nary", "binary"):
+        model = tiny_model(tree_ties=ties)
+        model.eval()
+        # the backend's own scores carry the switch through the shared parse_scores
+        assert model.parse_scores([words])[0].split_ties == (ties == "nary")
+        flag = model.score_tensors(torch.tensor([[4, 5, 6, 7, 8]]), torch.ones((1, 5), dtype=torch.bool))[0].split_ties
+
+        def fixed_scores(tokens, mask, flag=flag):  # type: ignore[no-untyped-def]
+            return [ParseScores(heads=torch.zeros(6, 6), distances=distances, heights=torch.zeros(5), split_ties=flag)]
+
+        monkeypatch.setattr(model, "score_tensors", fixed_scores)
+        (done,) = parse([Sentence(words=list(words))], model, ParseRequest(fmt="brackets"), progress=False)
+        spans[ties] = sorted((a, b) for _, a, b in labelled_spans(done.tree))
+    assert spans["nary"] == [(0, 2), (0, 5)]  # ((w1 w2) w3 w4 w5)
+    assert spans["binary"] == [(0, 2), (0, 5), (2, 5), (3, 5)]
+
+
+def test_own_decoder_makes_every_word_tied_at_the_greatest_height_a_root() -> None:
+    from depinduce.structures.decode import decode_batch
+
+    neg = float("-inf")
+    heads = torch.tensor(
+        [
+            [neg, neg, neg, neg, neg],
+            [-9.0, neg, -0.5, -0.5, -3.0],  # word 1: tied at the greatest height → root
+            [-9.0, -0.7, neg, -0.2, -0.2],  # word 2: parents 3 and 4 tie → the first, 3
+            [-9.0, -0.1, -0.5, neg, -3.0],  # word 3: tied at the greatest height → root
+            [-9.0, -2.0, -0.3, -0.4, neg],  # word 4: parent 2
+        ]
+    )
+    scores = ParseScores(heads=heads, heights=torch.tensor([2.5, 1.0, 2.5, -4.0]))
+    decoder = StructFormer.own_decoders["structformer-argmax"]
+    assert decoder.decode(scores) == [0, 3, 0, 2]
+    # the shared argmax decoder keeps only the first tied word as the root
+    assert decode_batch([heads], "argmax", [int(scores.heights.argmax()) + 1]) == [[0, 3, 1, 2]]
+    assert decoder.decode(ParseScores(heads=torch.full((2, 2), neg), heights=torch.tensor([0.3]))) == [0]
+    # without a tie it is the shared decoder
+    untied = ParseScores(heads=heads, heights=torch.tensor([2.5, 1.0, 2.4, -4.0]))
+    assert decoder.decode(untied) == decode_batch([heads], "argmax", [1])[0] == [0, 3, 1, 2]
+
+
+def test_wide_height_range_takes_the_exact_fallback() -> None:
+    from depinduce.models.structformer.parent import _fast_parent, span_boundaries
+
+    # s1 × (height range) = 2500 > 1400: exp(±1250) is outside float64, where clamped exponents were wrong by 1.0
+    d, h = [1000.0, 1500.0, 2200.0, 900.0, 1900.0], [0.0, 2000.0, 700.0, 2500.0, 100.0, 1800.0]
+    d_small, h_small = [0.3, -0.2], [0.1, 0.5, -0.4]
+    distance, height, mask = padded([d, d_small], [h, h_small])
+    distance.requires_grad_()
+    height.requires_grad_()
+    s0, s1 = torch.tensor(0.01, dtype=F64), torch.tensor(1.0, dtype=F64)
+    parent, root = parent_distribution(distance, height, mask, s0, s1)
+    for b, (dd, hh) in enumerate(((d, h), (d_small, h_small))):
+        n = len(hh)
+        want_parent, want_root = naive_parent(dd, hh, 0.01, 1.0)  # float64 softmax per span: no range limit
+        assert torch.allclose(parent[b, :n, :n], want_parent, atol=1e-12, rtol=0)
+        assert torch.allclose(root[b, :n], want_root, atol=1e-12, rtol=0)
+        assert torch.all(parent[b, n:] == 0) and torch.all(parent[b, :, n:] == 0) and torch.all(root[b, n:] == 0)
+    (parent.sum() + (root * torch.arange(6)).sum()).backward()
+    assert torch.isfinite(height.grad).all() and torch.isfinite(distance.grad).all()
+    # the matmul path alone (with its clamp) is far off here, so this test can tell the two apart
+    alone_d, alone_h, _ = padded([d], [h])
+    p_left, p_right = span_boundaries(alone_d, alone_h, s0)
+    fast = _fast_parent(p_left, p_right, alone_h - 1250.0)[0]
+    assert (fast.diagonal() - naive_parent(d, h, 0.01, 1.0)[1]).abs().max() > 0.5
+
+
+def test_wide_fallback_gradients_match_finite_differences() -> None:
+    distance, height, mask = padded([[1000.0, 1500.0, 2200.0]], [[0.0, 2000.0, 700.0, 2500.0]])
+    distance.requires_grad_()
+    height.requires_grad_()
+    s0 = torch.tensor(0.01, dtype=F64, requires_grad=True)
+    s1 = torch.tensor(1.0, dtype=F64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda *args: parent_distribution(args[0], args[1], mask, args[2], args[3]),
+                                    (distance, height, s0, s1), eps=1e-6, atol=1e-6)
+
+
+def test_paper_recipe_uses_the_authors_settings() -> None:
+    from importlib.resources import files
+
+    import yaml
+
+    recipe = yaml.safe_load((files("depinduce") / "recipes" / "structformer-ptb.yaml").read_text())
+    config = StructFormerConfig(**recipe["model_config"])
+    assert (config.dropatt, config.margin, config.tree_ties) == (0.0, "batch", "nary")
+    assert recipe["train"]["decoder"] == "structformer-argmax"
+    assert StructFormerConfig().dropatt == 0.0  # the authors' main.py default
+    for key, bad in (("margin", "corpus"), ("tree_ties", "left")):
+        with pytest.raises(DepinduceError, match=f"{key} must be one of"):
+            StructFormerConfig(**{key: bad})

@@ -123,3 +123,16 @@ def test_resume_ignores_files_the_run_never_recorded(trained_run: tuple[Path, Pa
     (data / "dev.txt").unlink()
     with pytest.raises(DepinduceError, match="dev.txt changed since this run started"):
         train(TrainOptions(data_dir=data, run_dir=run, resume=True, quiet=True), log=lambda _: None)
+
+
+def test_train_loss_chunks_is_the_objective_the_engine_trains_with(tmp_path: Path, tiny_plugin: Path, one_thread,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from depinduce.training.objectives import MaskedLM
+
+    chunks: list = []
+    compute = MaskedLM.compute
+    monkeypatch.setattr(MaskedLM, "compute", lambda self, *a, **k: chunks.append(self.chunks) or compute(self, *a, **k))
+    data = make_data(tmp_path / "data", n_train=20, n_dev=4, gold_dev=False)
+    train(TrainOptions(data_dir=data, run_dir=tmp_path / "run", model="tiny-mlm",
+                       overrides=("epochs=1", "loss_chunks=4"), quiet=True), log=lambda _: None)
+    assert chunks and set(chunks) == {4}

@@ -235,14 +235,15 @@ class TinyParser(torch.nn.Module):
         self.root = torch.nn.Parameter(torch.randn(hidden))
         self.label = torch.nn.Linear(2 * hidden, n_labels)
 
-    def arc_label_logits(self, tokens, mask, heads, *, upos, init_heads=None, init_labels=None):
+    def arc_label_passes(self, tokens, mask, heads, *, upos, init_heads=None, init_labels=None):
         self.seen_upos = upos
         x = self.embed(tokens)
         with_root = torch.cat([self.root.expand(x.shape[0], 1, -1), x], dim=1)  # (B, T+1, H)
         arc = x @ with_root.transpose(1, 2)  # (B, T, T+1)
         head_vectors = torch.gather(with_root, 1, heads.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
         label = self.label(torch.cat([x, head_vectors], dim=-1))
-        return [(arc, label), (arc * 0.5, label)]
+        yield arc, label, None
+        yield arc[1:] * 0.5, label[1:], torch.arange(1, x.shape[0])  # the first sentence has stopped
 
     def regularizer(self):
         return None
@@ -264,11 +265,21 @@ def test_supervised_objective_scores_heads_and_labels_over_iterations() -> None:
     assert set(inputs) == {"tokens", "mask", "heads", "labels", "upos"}
     loss, nll, count = LossModule(model, objective)(**inputs)
     assert model.seen_upos is upos
-    assert int(count) == 5
-    iterations = model.arc_label_logits(tokens, mask, heads, upos=upos)
-    expected = sum(F.cross_entropy(a[mask], heads[mask], reduction="sum")
-                   + F.cross_entropy(lab[mask], labels[mask], reduction="sum") for a, lab in iterations) / 2
-    assert torch.allclose(nll, expected) and torch.allclose(loss, expected / 5)
+    assert int(count) == 5 + 2  # 5 tokens at pass 0, the second sentence's 2 at pass 1
+    first, second = list(model.arc_label_passes(tokens, mask, heads, upos=upos))
+    expected = (F.cross_entropy(first[0][mask], heads[mask], reduction="sum")
+                + F.cross_entropy(first[1][mask], labels[mask], reduction="sum")
+                + F.cross_entropy(second[0][mask[1:]], heads[1:][mask[1:]], reduction="sum")
+                + F.cross_entropy(second[1][mask[1:]], labels[1:][mask[1:]], reduction="sum"))
+    assert torch.allclose(nll, expected) and torch.allclose(loss, expected / 7)
+    # one update per pass (the authors' trainer): each pass's own mean, the stopped sentence absent from pass 1
+    model.updates_per_pass, model.max_passes = True, 2
+    assert objective.stepwise(model) and objective.max_updates(model) == 2
+    per_pass = list(objective.updates(model, **inputs))
+    assert [int(o.count) for o in per_pass] == [5, 2]
+    assert torch.allclose(per_pass[1].loss, (F.cross_entropy(second[0][mask[1:]], heads[1:][mask[1:]], reduction="sum")
+                                             + F.cross_entropy(second[1][mask[1:]], labels[1:][mask[1:]],
+                                                               reduction="sum")) / 2)
     assert not objective.reports_perplexity and objective.needs_gold
 
 
@@ -281,3 +292,29 @@ def test_objective_hooks_are_checked_with_a_clear_error() -> None:
     assert isinstance(objective_for("lm", mask_rate=0.3, vocab_size=12, lm_mode="continuous"), StreamLM)
     with pytest.raises(DepinduceError, match="needs a next-word language model"):
         objective_for("mlm", mask_rate=0.3, vocab_size=12, lm_mode="continuous")
+
+
+def test_a_float64_model_gets_a_float64_loss() -> None:
+    """The losses are computed in the model's precision (float16/bfloat16 scores are widened to float32 only)."""
+    torch.manual_seed(0)
+    tokens, mask = _batch([[3, 4, 5, 6], [7, 8]])
+    mlm = RecordingMLM().double()
+    masked = torch.tensor([[True, False, True, False], [False, True, False, False]])
+    out = MaskedLM(0.3).compute(mlm, tokens=tokens, mask=mask, masked=masked)
+    logits = mlm.hidden[masked] @ mlm.embed.weight.t()  # what the model computed from the masked input
+    expected = F.cross_entropy(logits, tokens[masked], reduction="sum")
+    assert out.loss.dtype == torch.float64 and out.nll_sum.dtype == torch.float64
+    assert out.nll_sum.item() == expected.item()  # bit for bit: no float32 rounding on the way
+    parser = TinyParser().double()
+    heads = torch.tensor([[2, 0, 2, 3], [0, 1, 0, 0]])
+    gold = dict(heads=heads, labels=torch.zeros_like(heads), upos=torch.ones_like(heads))
+    assert HeadsAndLabels().compute(parser, tokens=tokens, mask=mask, **gold).loss.dtype == torch.float64
+    half = MaskedLM(0.3).compute(RecordingMLM().to(torch.bfloat16), tokens=tokens, mask=mask, masked=masked)
+    assert half.nll_sum.dtype == torch.float32
+
+
+def test_loss_chunks_reach_the_masked_lm_and_only_it() -> None:
+    objective = objective_for("mlm", mask_rate=0.3, vocab_size=12, loss_chunks=4)
+    assert isinstance(objective, MaskedLM) and objective.chunks == 4
+    with pytest.raises(DepinduceError, match="loss_chunks applies to masked-LM training"):
+        objective_for("supervised", mask_rate=0.3, vocab_size=12, loss_chunks=4)

@@ -1,5 +1,6 @@
 """UDGN: parser distribution and undirected mask, the DGN layer against the paper's equations (every ablation),
-the fused CPU core, scores and decoding, batch invariance, recipes, and train → parse end to end."""
+the fused CPU core, the authors' second dropout and initialisation, scores and decoding (depinduce's and the
+authors'), batch invariance, recipes, and train → parse end to end."""
 
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ from depinduce.data.vocab import Vocab
 from depinduce.models.neural import pad_batch
 from depinduce.errors import DepinduceError
 from depinduce.models.udgn import UDGN, UDGNConfig
+from depinduce.models.base import ParseScores
 from depinduce.models.udgn import dgn
+from depinduce.models.udgn.decoders import authors_tree
 from depinduce.models.udgn.dgn import DGNLayer, pair_directions
-from depinduce.models.udgn.parser import BiLSTM, undirected_mask
+from depinduce.models.udgn.parser import BiLSTM, HeadSelectiveParser, undirected_mask
 from depinduce.structures.decode import decode_heads
 from depinduce.structures.dependency import tree_problem
 from depinduce.training.config import load_recipe, resolve_config
@@ -138,7 +141,7 @@ def test_ablation_options_change_the_parameters_as_specified() -> None:
     assert paper.project.out_features == 4 * 3 * 4 and no_gates.project.out_features == 3 * 3 * 4
     assert paper.direction_bias.shape == (3, 2) and no_bias.direction_bias is None
     assert not any("direction_bias" in name for name, _ in no_bias.named_parameters())
-    assert torch.all(paper.direction_bias == 0)  # starts as the ablated model
+    assert torch.all(DGNLayer(8, 3, 4, 0.0, 0.0, init="depinduce").direction_bias == 0)  # the ablated model
 
 
 def test_no_gates_equals_a_gate_fixed_at_one() -> None:
@@ -204,6 +207,72 @@ def test_fused_core_matches_plain_autograd_with_the_same_dropout(monkeypatch: py
         assert torch.allclose(a, b, atol=1e-4 * max(1.0, b.abs().max().item()))
 
 
+@pytest.mark.parametrize("path", ["fused, recompute", "fused, keep", "plain"])
+def test_the_authors_second_dropout_drops_the_projected_output(path: str) -> None:
+    """dgn_dropout: twice — with W_o = 0 and b_o = 1 the branch is 1 wherever the output dropout keeps it (scaled
+    to 1/(1 − p) = 2) and 0 where it drops it; ``once`` adds exactly 1 everywhere.  Backward uses the same mask."""
+    outputs = {}
+    for twice in (True, False):
+        torch.manual_seed(0)
+        layer = DGNLayer(8, 2, 4, dropout=0.5, dropatt=0.0, dropout_twice=twice).train()
+        with torch.no_grad():
+            layer.out.weight.zero_()
+            layer.out.bias.fill_(1.0)
+        x = torch.randint(-4, 5, (3, 40, 8)).float().requires_grad_()  # integers: out − x is exact
+        m = undirected_mask(torch.rand(3, 40, 40).softmax(-1))
+        controllers = [] if path == "plain" else None
+        out = layer(x, m, pair_directions(40), controllers, recompute=path == "fused, recompute")
+        branch = (out - x).detach()
+        bias_grad, x_grad = torch.autograd.grad(out.sum(), [layer.out.bias, x])
+        outputs[twice] = branch
+        assert torch.equal(x_grad, torch.ones_like(x))  # the residual is never dropped
+        assert torch.allclose(bias_grad, branch.sum(dim=(0, 1)))  # gradient 2 exactly where the output was kept
+    twice, once = outputs[True], outputs[False]
+    assert torch.equal(once, torch.ones_like(once))
+    kept = twice == 2.0
+    assert torch.all(kept | (twice == 0.0))
+    assert 0.4 < kept.float().mean().item() < 0.6  # p = 0.5 of 960 entries dropped
+
+
+def test_model_applies_the_second_dropout_only_with_dgn_dropout_twice() -> None:
+    for setting, expected in (("twice", True), ("once", False)):
+        model = tiny_model(dgn_dropout=setting)
+        assert all(layer.dropout_twice is expected for layer in model.layers)
+
+
+XAVIER_WHOLE = math.sqrt(6 / (512 + 4 * 1024))  # Xavier bound over the whole [q, k, v, g] matrix, H 512, N·d 1024
+XAVIER_BLOCK = math.sqrt(6 / (512 + 1024))  # per q, k, v, g block: 1.73× larger
+
+
+def test_authors_initialisation_of_the_dgn_layer() -> None:
+    torch.manual_seed(0)
+    authors = DGNLayer(512, 8, 128, 0.0, 0.0, init="authors")
+    depinduce = DGNLayer(512, 8, 128, 0.0, 0.0, init="depinduce")
+    assert XAVIER_BLOCK / XAVIER_WHOLE == pytest.approx(1.732, abs=1e-3)
+    weight = authors.project.weight.detach()
+    assert weight.abs().max() <= XAVIER_WHOLE and weight.abs().max() > 0.999 * XAVIER_WHOLE
+    assert weight.std().item() == pytest.approx(XAVIER_WHOLE / math.sqrt(3), rel=0.01)  # uniform: bound / √3
+    for block in depinduce.project.weight.detach().chunk(4, dim=0):
+        assert XAVIER_WHOLE * 1.7 < block.abs().max() <= XAVIER_BLOCK
+    bias = authors.direction_bias.detach()
+    assert bias.abs().max() <= 0.1 and bias.abs().max() > 0.05 and bias.unique().numel() == bias.numel()
+    assert torch.all(depinduce.direction_bias == 0)
+    for layer in (authors, depinduce):
+        assert torch.all(layer.project.bias == 0) and torch.all(layer.out.bias == 0)
+
+
+def test_authors_initialisation_of_the_parser_projection() -> None:
+    torch.manual_seed(0)
+    authors = HeadSelectiveParser(10, 8, 64, 1, 0.0, init="authors").project
+    depinduce = HeadSelectiveParser(10, 8, 64, 1, 0.0, init="depinduce").project
+    xavier, default = math.sqrt(6 / (128 + 128)), 1 / math.sqrt(128)  # 2P × 2P; nn.Linear: ±1/√fan_in
+    assert torch.all(authors.bias == 0) and 0.99 * xavier < authors.weight.abs().max() <= xavier
+    assert depinduce.weight.abs().max() <= default and torch.all(depinduce.bias != 0)
+    model = tiny_model()  # the default is the authors'
+    assert torch.all(model.parser.project.bias == 0)
+    assert all(torch.all(layer.direction_bias != 0) for layer in model.layers)
+
+
 # ------------------------------------------------------------------------------------------------- model
 
 
@@ -255,6 +324,79 @@ def test_score_tensors_are_log_distributions_with_the_self_mass_as_root() -> Non
         assert len(argmax) == n and all(h != i for i, h in enumerate(argmax, start=1))
 
 
+def scores_from(p: list[list[float]]) -> ParseScores:
+    """The backend's scores for a hand-built p (row = word, column = candidate head, diagonal = self-mass)."""
+    logp = torch.tensor(p, dtype=torch.float32).log()
+    n = logp.size(0)
+    heads = torch.full((n + 1, n + 1), -math.inf)
+    heads[1:, 0] = logp.diagonal()
+    heads[1:, 1:] = logp
+    heads[1:, 1:].fill_diagonal_(-math.inf)
+    return ParseScores(heads=heads)
+
+
+# Word 1 keeps 0.4 of its mass on itself, word 2 only 0.1: depinduce's mst, which scores ROOT → i with
+# log p[i, i], roots word 1 (log .4 + log .45 + log .9 = −1.82 against log .1 + log .55 + log .9 = −3.01 for
+# root 2); the authors' tree decoder scores every root 0 and compares the word-to-word arcs alone, so word 2,
+# which the others depend on most, is the root (log .55 + log .9 = −0.70 against −0.90 for root 1).
+ROOT_CASE = [[0.40, 0.55, 0.05],
+             [0.45, 0.10, 0.45],
+             [0.05, 0.90, 0.05]]
+
+
+def test_authors_tree_decoder_chooses_the_root_by_word_arcs_alone() -> None:
+    scores = scores_from(ROOT_CASE)
+    assert decode_heads(scores.heads, "mst") == [0, 1, 2]
+    assert UDGN.own_decoders["udgn-tree"].decode(scores) == [2, 0, 2]
+    assert UDGN.own_decoders["udgn-tree"].decode(scores_from([[1.0]])) == [0]
+    # every tree scores the same: the first word tried as the root wins
+    assert UDGN.own_decoders["udgn-tree"].decode(scores_from([[1 / 3] * 3] * 3)).index(0) == 0
+
+
+def test_authors_tree_decoder_floors_word_arcs_at_1e9() -> None:
+    """Their scores are log(p + 1e-9): an arc below 1e-9 costs at most log 1e-9 ≈ −20.7, so the tree pairing a
+    1e-12 arc with a 0.9 arc (2 → 3, 3 → 1: −20.8) beats two 1e-5 arcs (2 → 1, 3 → 2: −23.0), which log p ranks
+    the other way round (−27.7 against −23.0)."""
+    p = [[1.0, 1e-30, 1e-30],
+         [1e-5, 0.09999, 0.9],
+         [1e-12, 1e-5, 0.99999]]
+    assert UDGN.own_decoders["udgn-tree"].decode(scores_from(p)) == [0, 3, 1]
+    assert decode_heads(scores_from(p).heads, "mst") == [0, 1, 2]
+
+
+def _authors_objective(p: torch.Tensor, heads: list[int]) -> float:
+    w = torch.log(p.float() + 1e-9).double()
+    return sum(float(w[i, h - 1]) for i, h in enumerate(heads) if h)
+
+
+def test_authors_tree_decoder_is_their_objective_over_all_trees() -> None:
+    """Against enumeration: the best sum of log(p + 1e-9) over the word arcs (ROOT arcs 0), the leftmost root on
+    ties — including rows so sharp that their arcs sit at the 1e-9 floor, where log p itself would rank them."""
+    rng = torch.Generator().manual_seed(3)
+    for trial in range(12):
+        n = 2 + trial % 4
+        logits = torch.randn(n, n, generator=rng) * (30.0 if trial % 3 == 0 else 2.0)
+        p = logits.softmax(-1)
+        p_off = p.masked_fill(torch.eye(n, dtype=torch.bool), 0.0)
+        trees = [list(h) for h in itertools.product(range(n + 1), repeat=n) if tree_problem(list(h)) is None]
+        best = max(_authors_objective(p_off, t) for t in trees)
+        leftmost = min(t.index(0) for t in trees if _authors_objective(p_off, t) == best)
+        got = authors_tree(p_off.numpy())
+        assert _authors_objective(p_off, got) == pytest.approx(best, abs=1e-9) and got.index(0) == leftmost
+
+
+def test_authors_argmax_never_attaches_to_root() -> None:
+    p = [[0.90, 0.06, 0.04],  # mostly self-mass: depinduce's argmax puts word 1 on ROOT
+         [0.40, 0.20, 0.40],  # a tie between words 1 and 3: the first wins
+         [0.30, 0.10, 0.60]]
+    scores = scores_from(p)
+    assert decode_heads(scores.heads, "argmax") == [0, 1, 0]
+    assert UDGN.own_decoders["udgn-argmax"].decode(scores) == [2, 1, 1]
+    assert UDGN.own_decoders["udgn-argmax"].decode(scores_from([[1.0]])) == [0]  # one word: its own argmax
+    # rows whose mass on the other words is 0: numpy's first index, word 1 — ROOT for word 1 itself
+    assert UDGN.own_decoders["udgn-argmax"].decode(scores_from([[1.0, 0.0], [0.0, 1.0]])) == [0, 1]
+
+
 def test_a_sentence_does_not_depend_on_its_batch_mates() -> None:
     model = tiny_model()
     model.eval()
@@ -281,6 +423,8 @@ def test_config_errors_are_one_line() -> None:
         ({"activation": "relu"}, "activation must be one of tanh, identity, not 'relu'"),
         ({"dropatt": 1.0}, "dropatt must be in [0, 1)"),
         ({"gates": "no"}, "gates must be true or false"),
+        ({"dgn_dropout": "thrice"}, "dgn_dropout must be one of twice, once, not 'thrice'"),
+        ({"init": "kaiming"}, "init must be one of authors, depinduce, not 'kaiming'"),
     ):
         with pytest.raises(DepinduceError) as caught:
             UDGNConfig(**values)
@@ -293,6 +437,7 @@ def test_config_errors_are_one_line() -> None:
     assert (defaults.hidden_size, defaults.n_layers, defaults.n_heads, defaults.head_size) == (512, 8, 8, 128)
     assert (defaults.parser_layers, defaults.parser_hidden_size, defaults.dropout, defaults.dropatt) == (3, 512, 0.2,
                                                                                                          0.1)
+    assert (defaults.dgn_dropout, defaults.init) == ("twice", "authors")  # the authors' code
 
 
 @pytest.mark.parametrize("name", ["udgn-ptb.yaml", "udgn-ptb-cpu.yaml", "udgn-ud-cpu.yaml"])
@@ -304,6 +449,8 @@ def test_recipes_load(name: str) -> None:
     if name == "udgn-ptb.yaml":
         assert config.model_config["n_layers"] == 8 and config.model_config["head_size"] == 128
         assert (config.train.lr, config.train.clip, config.train.select) == (1e-3, 0.25, "dev_ppl")
+        assert (config.model_config["dgn_dropout"], config.model_config["init"]) == ("twice", "authors")
+        assert config.train.decoder == "udgn-tree"  # the paper's DDA
     else:
         assert config.train.select == "dev_uda"
 
@@ -317,17 +464,18 @@ def test_train_then_parse_text_end_to_end(tmp_path: Path) -> None:
         "train", "--recipe", str(REPO / "depinduce" / "recipes" / "udgn-ptb-cpu.yaml"), "--data", str(data), "--out", str(run),
         "--quiet", "--threads", "1", *itertools.chain.from_iterable(("--set", s) for s in shrink),
         "--set", "train.epochs=1", "--set", "train.batch_tokens=200", "--set", "train.eval_every=0",
+        "--set", "train.decoder=udgn-tree",
     ])
     assert trained.exit_code == 0, trained.output
     assert (run / "model.pt").is_file() and "dev_uda" in (run / "metrics.jsonl").read_text()
 
     text = "The dog saw a cat near the river.\nEvery child knew the old man!\n"
-    for decoder in ("mst", "argmax"):
+    for decoder in ("mst", "argmax", "udgn-tree", "udgn-argmax"):
         parsed = runner.invoke(cli, ["parse", "--model", str(run), "--decoder", decoder, "--quiet", "-"], input=text)
         assert parsed.exit_code == 0, parsed.output
         sentences = conllu.parse(parsed.stdout)
         assert [len(s) for s in sentences] == [9, 7]
-        if decoder == "mst":
+        if decoder in ("mst", "udgn-tree"):
             for sentence in sentences:
                 heads = [t["head"] for t in sentence]
                 assert heads.count(0) == 1 and tree_problem(heads) is None

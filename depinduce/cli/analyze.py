@@ -10,7 +10,7 @@ import click
 
 from depinduce.cli.common import stdout_console
 from depinduce.errors import DepinduceError
-from depinduce.structures.decode import DECODERS
+from depinduce.cli.decoders import DecoderOption
 
 
 @click.group("analyze")
@@ -103,7 +103,7 @@ def heads_command(model_dir: str, gold_path: str, top: int, direction: str, csv_
               help="A trained run of a backend with several head channels (probformer).")
 @click.option("--gold", "gold_path", required=True, metavar="FILE.conllu",
               help="Gold CoNLL-U with heads (and labels for the label table); use dev data to choose a channel.")
-@click.option("--decoder", type=click.Choice(DECODERS), default="mst", show_default=True,
+@click.option("--decoder", cls=DecoderOption, default="mst", show_default=True,
               help="Decoder applied to each channel's heads, as in `depinduce parse`.")
 @click.option("--labels", "top", type=click.IntRange(min=1), default=15, show_default=True,
               help="How many of the most frequent gold labels to show (--json holds all).")

@@ -32,6 +32,8 @@ def models_command(as_json: bool) -> None:
                 "entry_point": reg.entry_point.value,
                 "description": cls.description,
                 **cls.capabilities.as_dict(),
+                # the authors' decoders; every backend with dependency output also takes mst, eisner, argmax
+                "own_decoders": {k: d.description for k, d in cls.own_decoders.items()},
             }
         )
     card = model_card()
@@ -39,7 +41,8 @@ def models_command(as_json: bool) -> None:
         click.echo(json.dumps({"backends": rows, "bundled_model": card}, indent=2, ensure_ascii=False))
         return
     table = Table(title="depinduce backends")
-    for column in ("name", "dependency", "constituency", "trainable", "supervised", "objective", "provider"):
+    for column in ("name", "dependency", "constituency", "trainable", "supervised", "objective",
+                   "authors' decoders (--decoder)", "provider"):
         table.add_column(column)
     mark = {True: "yes", False: "-"}
     for row in rows:
@@ -47,6 +50,7 @@ def models_command(as_json: bool) -> None:
             row["name"],
             *(mark[row[c]] for c in ("dependency", "constituency", "trainable", "supervised")),
             row["objective"],
+            ", ".join(row["own_decoders"]) or "-",
             row["provider"],
         )
     console = stdout_console()

@@ -15,7 +15,7 @@ from depinduce.models.registry import load_model
 from depinduce.parsing import (
     DEFAULT_MAX_WORDS, OUTPUT_FORMATS, ParseRequest, check_refines, check_request, describe_blank_lines, parse, read_text,
 )
-from depinduce.structures.decode import DECODERS
+from depinduce.cli.decoders import DecoderOption
 
 
 @click.command("parse")
@@ -28,9 +28,10 @@ from depinduce.structures.decode import DECODERS
 @click.option("--full-ud", is_flag=True,
               help="With conllu: the full UD form — # sent_id and # text comments, and the multiword tokens and "
                    "empty nodes of CoNLL-U input (passes udvalidate --level 2; MaltEval cannot read it).")
-@click.option("--decoder", type=click.Choice(DECODERS), default=None,
-              help="Dependency decoder: single-root maximum spanning tree, projective Eisner, or per-word argmax. "
-                   "Default: the model's own (a run's train.decoder, the bundled model's card), else mst.")
+@click.option("--decoder", cls=DecoderOption, default=None,
+              help="Dependency decoder: single-root maximum spanning tree (mst), projective Eisner, per-word "
+                   "argmax, or the model's authors' own decoder (only for that backend; `depinduce models` lists "
+                   "them). Default: the run's own (its train.decoder, the bundled model's card), else mst.")
 @click.option("--input-format", type=click.Choice(("text", "conllu")), default="text", show_default=True,
               help="Plain text (one sentence per line) or CoNLL-U (tokens and columns kept; HEAD/DEPREL filled).")
 @click.option("--tokenized", is_flag=True, help="Text input is already tokenised: split on whitespace only.")

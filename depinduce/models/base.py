@@ -7,7 +7,7 @@ outside the backends, so every backend gets every decoder and format for free.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -63,6 +63,20 @@ class ParseScores:
     # A tree the backend decides without scores (the fixed baselines): n heads, 0 = ROOT.  Every decoder would
     # return it, so the pipeline takes it as is and no (n+1)×(n+1) matrix is ever built — any length parses.
     fixed_heads: Sequence[int] | None = None
+    # How the constituency tree from ``distances`` treats tied maxima: False splits at the leftmost one
+    # (binary trees); True splits at all of them at once (n-ary nodes, StructFormer's authors' ``build_tree``).
+    split_ties: bool = False
+
+
+@dataclass(frozen=True)
+class OwnDecoder:
+    """A backend's own decoder: the authors' decoding convention for that backend's scores (``parse --decoder
+    NAME``).  The shared decoders (mst, eisner, argmax) apply to every backend; an own decoder only to the
+    backend that declares it, because it reads what that backend's scores mean (probabilities, heights, …).
+    Names carry the backend's name (``udgn-tree``) so one list can show every backend's."""
+
+    description: str
+    decode: Callable[[ParseScores], list[int]]  # one sentence's scores -> n heads (1-based, 0 = ROOT)
 
 
 class Backend(ABC):
@@ -81,6 +95,8 @@ class Backend(ABC):
     # The decoder ``parse`` uses when the user names none: a trained run's own (the ``train.decoder`` its dev
     # scores and model selection used; the bundled model's card names its own), ``mst`` otherwise.
     default_decoder: str = "mst"
+    # The authors' decoders, by name (see :class:`OwnDecoder`); ``depinduce models`` and ``parse --help`` list them.
+    own_decoders: ClassVar[dict[str, OwnDecoder]] = {}
 
     @classmethod
     @abstractmethod

@@ -141,8 +141,10 @@ class NeuralBackend(Backend, torch.nn.Module):
                 scores = self.score_tensors(tokens.to(self.device), mask.to(self.device))
         finally:
             self.train(was_training)
+        # float32 CPU tensors for the decoders; every other field (labels, flags) as the backend set it
         return [
-            ParseScores(
+            dataclasses.replace(
+                s,
                 heads=None if s.heads is None else s.heads.float().cpu(),
                 distances=None if s.distances is None else s.distances.float().cpu(),
                 heights=None if s.heights is None else s.heights.float().cpu(),

@@ -54,8 +54,9 @@ import numpy as np
 _NEG = -np.inf
 
 
-def chu_liu_edmonds(scores: Any) -> list[int]:
-    """Heads (1-based, 0 = ROOT) of the best single-rooted spanning tree for an (n+1)x(n+1) score matrix.
+def chu_liu_edmonds(scores: Any, *, single_root: bool = True) -> list[int]:
+    """Heads (1-based, 0 = ROOT) of the best single-rooted spanning tree for an (n+1)x(n+1) score matrix
+    (``single_root=False``: the best spanning tree, any number of words on ROOT).
 
     ``scores`` may be a torch tensor, a numpy array or nested lists; it is never modified.
     """
@@ -63,7 +64,37 @@ def chu_liu_edmonds(scores: Any) -> list[int]:
     N = S.shape[0]
     if N <= 2:
         return [0] * (N - 1)
-    return _maximum_tree(S)
+    return _maximum_tree(S, single_root)
+
+
+def root_retry_tree(scores: Any) -> list[int]:
+    """Dozat & Manning's one-root rule, as biaffine parsers' code (RNGTr's among them) decodes: the best tree
+    without the root constraint; if several words hang on ROOT there, each of them in turn (left to right) is
+    made the only root and the best of those trees wins (the first on ties).
+
+    Often called a heuristic, it is exact: by the exchange argument above, a best single-rooted tree keeps one
+    of the unconstrained best tree's root arcs, so it scores what :func:`chu_liu_edmonds` scores (the tests
+    check this); the two can differ only between equally good trees.  Kept to reproduce such code's choices.
+    """
+    S = _prepare(scores)
+    N = S.shape[0]
+    if N <= 2:
+        return [0] * (N - 1)
+    tree = _maximum_tree(S.copy(), False)
+    roots = [d + 1 for d, h in enumerate(tree) if h == 0]
+    if len(roots) == 1:
+        return tree
+    best_score, best_tree = -np.inf, tree
+    rows = np.arange(1, N)
+    for root in roots:
+        only = S.copy()
+        only[1:, 0] = _NEG
+        only[root, 0] = S[root, 0]
+        candidate = _maximum_tree(only, True)
+        score = float(S[rows, candidate].sum())
+        if score > best_score:
+            best_score, best_tree = score, candidate
+    return best_tree
 
 
 def _prepare(scores: Any) -> np.ndarray:
@@ -93,7 +124,7 @@ def _prepare(scores: Any) -> np.ndarray:
     return S
 
 
-def _maximum_tree(S: np.ndarray) -> list[int]:
+def _maximum_tree(S: np.ndarray, single_root: bool = True) -> list[int]:
     """The algorithm on a prepared matrix (n >= 2), written flat because every call counts at 25 words.
 
     Nodes are ids: 0..n are ROOT and the words, and contraction k adds node N + k.  Columns are never merged:
@@ -189,7 +220,7 @@ def _maximum_tree(S: np.ndarray) -> list[int]:
         row = S[x] if x < N else contracted_rows[x - N]
         return value[x] - float(row[1 + int(row[1:].argmax())]), x
 
-    roots = [swap_cost(x) for x in range(1, len(head)) if head[x] == 0 and top[x] == x]
+    roots = [swap_cost(x) for x in range(1, len(head)) if head[x] == 0 and top[x] == x] if single_root else []
     root_count = len(roots)
     heapq.heapify(roots)
     while root_count > 1:

@@ -8,7 +8,7 @@ A span is ``(start, end)`` over 0-based word positions, end exclusive; a labelle
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from nltk import Tree
 
@@ -112,9 +112,35 @@ def spans_to_tree(words: Sequence[str], spans: Iterable[tuple[int, int]]) -> Tre
 def binary_tree_from_distances(words: Sequence[str], distances: Sequence[float]) -> Tree:
     """Top-down split at the largest distance (``distances[i]`` separates words i and i+1).
 
-    Ties go to the leftmost maximum, so equal distances binarise left to right; this is the parser of PRPN and
-    StructFormer.  Iterative so 500-word sentences do not hit the recursion limit.
+    Ties go to the leftmost maximum, so equal distances binarise left to right: the rule PRPN's parser relies
+    on (:func:`word_depths_to_split_distances`).  StructFormer's authors split at every tied maximum at once
+    instead (:func:`nary_tree_from_distances`); the two trees are the same whenever no span's largest distance
+    is tied.
     """
+    def leftmost_maximum(a: int, b: int) -> list[int]:
+        return [max(range(a, b - 1), key=lambda i: (distances[i], -i)) + 1]
+
+    return _split_top_down(words, distances, leftmost_maximum)
+
+
+def nary_tree_from_distances(words: Sequence[str], distances: Sequence[float]) -> Tree:
+    """Top-down split at *every* largest distance of a span at once (``distances[i]`` separates words i and
+    i+1), so k tied maxima give a node with k+1 children; each child is split the same way.
+
+    StructFormer's authors' ``build_tree`` (with its default gap 0), which compares the distances exactly: only
+    equal values tie.
+    """
+    def every_maximum(a: int, b: int) -> list[int]:
+        top = max(distances[a : b - 1])
+        return [i + 1 for i in range(a, b - 1) if distances[i] == top]
+
+    return _split_top_down(words, distances, every_maximum)
+
+
+def _split_top_down(words: Sequence[str], distances: Sequence[float],
+                    cuts: Callable[[int, int], list[int]]) -> Tree:
+    """The tree of spans found by cutting [0, n) at ``cuts(a, b)`` and each piece again, top down.  Iterative
+    so 500-word sentences do not hit the recursion limit."""
     n = len(words)
     if len(distances) != max(n - 1, 0):
         raise ValueError(f"{len(distances)} distances for {n} words; expected {max(n - 1, 0)}")
@@ -127,9 +153,8 @@ def binary_tree_from_distances(words: Sequence[str], distances: Sequence[float])
         if b - a < 2:
             continue
         spans.append((a, b))
-        best = max(range(a, b - 1), key=lambda i: (distances[i], -i))
-        stack.append((a, best + 1))
-        stack.append((best + 1, b))
+        at = cuts(a, b)
+        stack.extend(zip([a, *at], [*at, b]))
     return spans_to_tree(words, spans)
 
 

@@ -62,6 +62,10 @@ class TrainConfig:
     weight_decay: float = 1.2e-6
     # Maximum global gradient norm; null disables clipping.
     clip: float | None = 0.25
+    # Masked LM: split each batch into this many runs of consecutive sentences and minimise the sum of their mean
+    # losses, each with the regularizer, as the Probabilistic Transformer's trainer does (4 chunks of 16 sentences
+    # per 64-sentence batch: gradients 4x a mean's); null: the batch's mean loss.
+    loss_chunks: int | None = None
     # plateau: ReduceLROnPlateau on the dev loss after each evaluation; linear: warmup then linear decay to
     # min_lr at the last step; constant: no schedule.
     schedule: Literal["plateau", "linear", "constant"] = "plateau"
@@ -77,7 +81,9 @@ class TrainConfig:
     # Write last.pt every N optimiser steps as well as after every epoch (0: after epochs only).
     checkpoint_every: int = 0
     # Parsing metrics on dev (when dev has gold trees): the decoder, and whether to compute them at all.
-    decoder: Literal["mst", "eisner", "argmax"] = "mst"
+    # mst, eisner, argmax or the backend's own (the authors') decoder, checked against the backend when training
+    # starts (``Backend.own_decoders``).
+    decoder: str = "mst"
     dev_parse: bool = True
     seed: int = 0
     # Next-word language models (PRPN): ``sentences`` trains on each sentence alone (state reset per sentence);
@@ -117,6 +123,8 @@ class TrainConfig:
             problems.append("eps must be positive; weight_decay and min_lr must not be negative")
         if self.clip is not None and self.clip <= 0:
             problems.append("clip must be positive (or null for no clipping)")
+        if self.loss_chunks is not None and self.loss_chunks < 1:
+            problems.append("loss_chunks must be at least 1 (or null for the batch's mean loss)")
         if not 0 < self.plateau_factor < 1 or self.plateau_patience < 0:
             problems.append("plateau_factor must be in (0, 1) and plateau_patience at least 0")
         for name in ("warmup_steps", "eval_every", "checkpoint_every"):

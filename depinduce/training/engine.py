@@ -38,6 +38,7 @@ from depinduce.errors import DepinduceError
 from depinduce.locking import exclusive
 from depinduce.models.neural import NeuralBackend, load_state_dict
 from depinduce.models.registry import backend_class
+from depinduce.structures.decode import DECODERS
 from depinduce.training import batching, defaults, distributed
 from depinduce.training.checkpoint import (
     FORMAT, VERSION, atomic_torch_save, capture_rng, cpu_state_dict, load_train_state, restore_rng, save_model,
@@ -250,7 +251,8 @@ class Trainer:
 
         self.objective: Objective = objective_for(self.model_class.capabilities.objective,
                                                   mask_rate=self.train_config.mask_rate, vocab_size=len(self.vocab),
-                                                  lm_mode=self.train_config.lm_mode, bptt=self.train_config.bptt)
+                                                  lm_mode=self.train_config.lm_mode, bptt=self.train_config.bptt,
+                                                  loss_chunks=self.train_config.loss_chunks)
         self.streaming = isinstance(self.objective, StreamLM)
         self._load_data()
         self._build_model()
@@ -333,6 +335,10 @@ class Trainer:
             self.dev_masks = fixed_masks(self.dev_rows, cfg.mask_rate, cfg.dev_mask_seed)
         self.dev_treebank = DevTreebank.load(self.data_dir) if cfg.dev_parse else DevTreebank()
         available = self.dev_treebank.available(self.model_class)
+        decoders = (*DECODERS, *self.model_class.own_decoders)
+        if cfg.decoder not in decoders:
+            raise DepinduceError(f"train.decoder: '{cfg.decoder}' does not apply to model '{self.config.model}'; "
+                                 f"choose one of {', '.join(decoders)}")
         if self.dev_rows is None and cfg.select == "dev_ppl":
             self.select = "train_loss"
             self.log("note: the data folder has no dev.txt; the best model is chosen by training loss")
@@ -360,7 +366,13 @@ class Trainer:
                                         find_unused_parameters=cfg.find_unused_parameters)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = build_optimizer(self.params, cfg)
-        self.schedule = Schedule(self.optimizer, cfg, cfg.epochs * self.steps_per_epoch)
+        # one update per batch, or several (RNGTr's ``updates: per_pass``): the schedule counts updates
+        self.stepwise = self.objective.stepwise(self.model)
+        if self.stepwise and self.context.distributed:
+            raise DepinduceError("one optimiser update per refinement pass (updates: per_pass) runs in one process "
+                                 "only: ranks would stop refining after different passes; use updates: per_batch")
+        self.schedule = Schedule(self.optimizer, cfg,
+                                 cfg.epochs * self.steps_per_epoch * self.objective.max_updates(self.model))
 
     def _warm_start(self, model: NeuralBackend, source: Path) -> None:
         """Load another run's best weights: same backend, same vocabularies (else the indices mean other words)."""
@@ -561,8 +573,18 @@ class Trainer:
             n_tokens = batch.n_tokens
         device = self.context.device
         inputs = {k: v.to(device, non_blocking=True) for k, v in inputs.items()}
-        self.optimizer.zero_grad(set_to_none=True)
+        if self.stepwise:  # several updates per batch, each loss computed after the previous update
+            nll_sum = count_sum = 0.0
+            for out in self.objective.updates(self.model, **inputs):
+                self._update(out.loss)
+                nll_sum, count_sum = nll_sum + float(out.nll_sum), count_sum + float(out.count)
+            return nll_sum, count_sum, n_tokens
         loss, nll, count = self.wrapped(**inputs)
+        self._update(loss)
+        return float(nll), float(count), n_tokens
+
+    def _update(self, loss: torch.Tensor) -> None:
+        """One optimiser update on ``loss`` (whose graph is built, gradients not yet taken)."""
         loss_value = float(loss.detach())
         finite = math.isfinite(loss_value)
         if self.context.distributed:  # every rank must raise together, or the others wait in backward forever
@@ -570,11 +592,11 @@ class Trainer:
         if not finite:
             raise DepinduceError(f"training diverged at step {self.progress.step + 1}: the loss is {loss_value}; "
                                  "lower train.lr or set train.clip")
+        self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         clip_gradients(self.params, self.train_config.clip)
         self.optimizer.step()
         self.schedule.after_step()
-        return float(nll), float(count), n_tokens
 
     def _gold_inputs(self, rows: list[GoldRow], initial, indices) -> dict[str, torch.Tensor]:
         """Prepared supervised inputs for the gold rows ``indices`` (with their initial graphs when given)."""

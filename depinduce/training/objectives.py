@@ -13,9 +13,10 @@
   followed by the boundary, cut into ``batch_tokens // bptt`` parallel streams and read ``bptt`` tokens at a
   time; hook ``lm_stream(tokens, state) -> (hidden (B, T, H), state)`` carries the backend's state (a list of
   tensors) from one chunk to the next, and gradients stop at chunk boundaries (truncated backpropagation).
-- :class:`HeadsAndLabels` (RNGTr/SynTr) — hook ``arc_label_logits(tokens, mask, heads, *, upos, init_heads,
-  init_labels)`` returning one ``(arc (B, T, T+1), label (B, T, L))`` pair per refinement iteration (arc column 0 = ROOT; label logits scored
-  at the gold heads); the loss is the mean over iterations of head CE + label CE, as the RNGTr paper trains.
+- :class:`HeadsAndLabels` (RNGTr/SynTr) — hook ``arc_label_passes(tokens, mask, heads, *, upos, init_heads,
+  init_labels)`` yielding ``(arc (b, T, T+1), label (b, T, L), rows (b,))`` per refinement pass (arc column 0 =
+  ROOT; label logits at the gold heads; ``rows`` the sentences still refining); head CE + label CE at every pass,
+  one update per batch or (``updates_per_pass``) one per pass.
 
 Every objective adds the backend's ``regularizer()`` and reports the summed per-token negative log-likelihood
 and the token count separately, so perplexity = exp(sum / count) is exact over a whole corpus and across ranks.
@@ -24,7 +25,7 @@ and the token count separately, so perplexity = exp(sum / count) is exact over a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -42,6 +43,12 @@ class LossOutput:
     loss: torch.Tensor  # scalar: mean NLL over predicted tokens + regularizer
     nll_sum: torch.Tensor  # scalar, detached: summed NLL (no regularizer)
     count: torch.Tensor  # scalar long: tokens predicted
+
+
+def _at_least_fp32(scores: torch.Tensor) -> torch.Tensor:
+    """Scores as the loss reads them: half-precision scores are widened to float32, float32 and float64 scores
+    stay as they are (a float64 model's loss is computed in float64, not rounded to float32)."""
+    return scores if scores.dtype in (torch.float32, torch.float64) else scores.float()
 
 
 def _finish(model: Any, nll_sum: torch.Tensor, count: torch.Tensor) -> LossOutput:
@@ -80,6 +87,19 @@ class Objective(ABC):
     @abstractmethod
     def compute(self, model: Any, **inputs: torch.Tensor) -> LossOutput:
         """Loss of ``model`` on one prepared batch (runs inside the DDP-wrapped forward)."""
+
+    def stepwise(self, model: Any) -> bool:
+        """Whether a batch makes several optimiser updates with ``model`` (see :meth:`updates`)."""
+        return False
+
+    def max_updates(self, model: Any) -> int:
+        """Optimiser updates one batch makes at most (sizes the learning-rate schedule)."""
+        return 1
+
+    def updates(self, model: Any, **inputs: torch.Tensor) -> Iterator[LossOutput]:
+        """The loss of each optimiser update one batch makes, computed lazily: the caller steps the optimiser
+        after each before asking for the next (one update, ``compute``'s, unless :meth:`stepwise`)."""
+        yield self.compute(model, **inputs)
 
 
 def _require_hooks(model: Any, hooks: Sequence[str], objective: str) -> None:
@@ -121,13 +141,21 @@ def stack_fixed(fixed: Sequence[torch.Tensor], width: int) -> torch.Tensor:
 
 
 class MaskedLM(Objective):
-    """Masked-LM objective of design/models.md (no 80/10/10; loss and logits at masked positions only)."""
+    """Masked-LM objective of design/models.md (no 80/10/10; loss and logits at masked positions only).
+
+    ``chunks`` (``train.loss_chunks``): while training, split each batch into that many runs of consecutive
+    sentences (sizes differing by at most one; one run per sentence when there are fewer), each forwarded on its
+    own, and minimise the *sum* of the runs' mean losses, each with the regulariser.  This is the Probabilistic
+    Transformer's trainer, which sums the losses of the 16-sentence chunks of its 64-sentence batches: its
+    gradients are 4× a mean's, so its clipping acts 4× tighter and its weight decay 4× weaker than with a mean.
+    None (the default): the batch's mean loss.  The reported NLL sum and count are the batch's either way."""
 
     name = "mlm"
 
-    def __init__(self, mask_rate: float, *, mask_index: int = Vocab.mask_index,
+    def __init__(self, mask_rate: float, *, chunks: int | None = None, mask_index: int = Vocab.mask_index,
                  unk_index: int = Vocab.unk_index) -> None:
         self.mask_rate = mask_rate
+        self.chunks = chunks
         self.mask_index = mask_index
         self.unk_index = unk_index
 
@@ -142,10 +170,19 @@ class MaskedLM(Objective):
         return {"tokens": tokens, "mask": mask, "masked": masked}
 
     def compute(self, model, *, tokens, mask, masked):
+        if self.chunks is None or not model.training:  # evaluation sums the NLL: chunks would change nothing
+            return self._mean_loss(model, tokens, mask, masked)
+        parts = []
+        for rows in zip(*(t.tensor_split(min(self.chunks, len(tokens))) for t in (tokens, mask, masked))):
+            width = int(rows[1].sum(dim=1).max())  # each run padded to its own longest sentence, as forwarded alone
+            parts.append(self._mean_loss(model, *(t[:, :width] for t in rows)))
+        return LossOutput(sum(p.loss for p in parts), sum(p.nll_sum for p in parts), sum(p.count for p in parts))
+
+    def _mean_loss(self, model, tokens, mask, masked) -> LossOutput:
         inputs = tokens.masked_fill(masked, self.mask_index)
         hidden = model.encode(inputs, mask)
         logits = model.output_logits(hidden[masked])
-        nll = F.cross_entropy(logits.float(), tokens[masked], reduction="sum")
+        nll = F.cross_entropy(_at_least_fp32(logits), tokens[masked], reduction="sum")
         return _finish(model, nll, masked.sum())
 
 
@@ -176,7 +213,7 @@ class NextWordLM(Objective):
         predicted = F.pad(mask, (0, 1))
         predicted[rows, lengths] = True
         logits = model.output_logits(hidden[predicted])
-        nll = F.cross_entropy(logits.float(), targets[predicted], reduction="sum")
+        nll = F.cross_entropy(_at_least_fp32(logits), targets[predicted], reduction="sum")
         return _finish(model, nll, predicted.sum())
 
 
@@ -211,7 +248,7 @@ class StreamLM(Objective):
         hidden, state = model.lm_stream(tokens, self.states.get(self.active))
         self.states[self.active] = [t.detach() for t in state]
         logits = model.output_logits(hidden.reshape(-1, hidden.shape[-1]))
-        nll = F.cross_entropy(logits.float(), targets.reshape(-1), reduction="sum")
+        nll = F.cross_entropy(_at_least_fp32(logits), targets.reshape(-1), reduction="sum")
         return _finish(model, nll, torch.tensor(targets.numel(), device=targets.device))
 
     def state_dict(self) -> dict[str, list[torch.Tensor]]:
@@ -227,11 +264,18 @@ class StreamLM(Objective):
 
 class HeadsAndLabels(Objective):
     """Supervised heads + labels (RNGTr/SynTr): cross-entropy on each word's head and on its label at the gold
-    head, averaged over refinement iterations.  Batches come from :func:`~.gold_data.collate_gold`: ``heads``
-    (B, T) in 0..n (0 = ROOT), ``labels`` and ``upos`` (B, T) ids, and optionally the initial graph of each
-    sentence (``init_heads``/``init_labels``, from ``--init-train``) and the model's ``word_inputs`` (``piece_*``
-    word pieces of a BERT-initialised encoder).  The loss counts every token, punctuation
-    included, and reports the summed NLL per token (head + label) so dev loss is exact over a corpus."""
+    head, at every refinement pass.  Batches come from :func:`~.gold_data.collate_gold`: ``heads`` (B, T) in 0..n
+    (0 = ROOT), ``labels`` and ``upos`` (B, T) ids, and optionally the initial graph of each sentence
+    (``init_heads``/``init_labels``, from ``--init-train``) and the model's ``word_inputs`` (``piece_*`` word
+    pieces of a BERT-initialised encoder).
+
+    The hook ``arc_label_passes`` yields each pass's (arc (b, T, T+1), label logits (b, T, L) at the gold heads,
+    the b batch rows it ran on): a sentence whose graph has converged leaves the later passes, so its tokens are
+    in no later pass's loss.  By default the passes' losses make one update: the summed NLL over every (token,
+    pass) pair divided by their number (the per-pass means, weighted by the tokens each pass scored).  A model
+    whose ``updates_per_pass`` is true gets one update per pass instead (:meth:`updates`), each on that pass's
+    mean — the authors' trainer.  The loss counts every token, punctuation included; the reported NLL and count
+    are sums over (token, pass) pairs, so dev loss is exact over a corpus."""
 
     name = "supervised"
     reports_perplexity = False
@@ -240,7 +284,7 @@ class HeadsAndLabels(Objective):
     _OPTIONAL = ("init_heads", "init_labels")
 
     def check_model(self, model: Any) -> None:
-        _require_hooks(model, ("arc_label_logits", "regularizer"), self.name)
+        _require_hooks(model, ("arc_label_passes", "regularizer"), self.name)
 
     def prepare(self, tokens, mask, *, generator=None, fixed=None, **gold):
         missing = [k for k in self._GOLD if gold.get(k) is None]
@@ -251,28 +295,53 @@ class HeadsAndLabels(Objective):
             raise DepinduceError(f"the supervised objective does not take {', '.join(unknown)}")
         return {"tokens": tokens, "mask": mask, **{k: v for k, v in gold.items() if v is not None}}
 
-    def compute(self, model, *, tokens, mask, heads, labels, upos, init_heads=None, init_labels=None, **pieces):
-        iterations = model.arc_label_logits(tokens, mask, heads, upos=upos, init_heads=init_heads,
-                                            init_labels=init_labels, **pieces)
-        if not iterations:
-            raise DepinduceError("arc_label_logits returned no iteration")
-        count = mask.sum()
-        total = torch.zeros((), device=tokens.device)
-        for arc, label in iterations:
-            total = total + F.cross_entropy(arc[mask].float(), heads[mask], reduction="sum")
-            total = total + F.cross_entropy(label[mask].float(), labels[mask], reduction="sum")
-        return _finish(model, total / len(iterations), count)
+    def stepwise(self, model: Any) -> bool:
+        return bool(getattr(model, "updates_per_pass", False))
+
+    def max_updates(self, model: Any) -> int:
+        return int(getattr(model, "max_passes", 1)) if self.stepwise(model) else 1
+
+    def _pass_losses(self, model, *, tokens, mask, heads, labels, upos, init_heads=None, init_labels=None,
+                     **pieces) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """(summed head + label NLL, tokens scored) of each pass, computed as the pass is run."""
+        passes = model.arc_label_passes(tokens, mask, heads, upos=upos, init_heads=init_heads,
+                                        init_labels=init_labels, **pieces)
+        for arc, label, rows in passes:
+            m = mask if rows is None else mask[rows]
+            h = heads if rows is None else heads[rows]
+            lab = labels if rows is None else labels[rows]
+            nll = (F.cross_entropy(_at_least_fp32(arc[m]), h[m], reduction="sum")
+                   + F.cross_entropy(_at_least_fp32(label[m]), lab[m], reduction="sum"))
+            yield nll, m.sum()
+
+    def compute(self, model, **inputs):
+        total = count = None
+        for nll, n in self._pass_losses(model, **inputs):
+            total, count = (nll, n) if total is None else (total + nll, count + n)
+        if total is None:
+            raise DepinduceError("arc_label_passes yielded no pass")
+        return _finish(model, total, count)
+
+    def updates(self, model, **inputs) -> Iterator[LossOutput]:
+        if not self.stepwise(model):
+            yield self.compute(model, **inputs)
+            return
+        for nll, n in self._pass_losses(model, **inputs):
+            yield _finish(model, nll, n)
 
 
 def objective_for(kind: str, *, mask_rate: float, vocab_size: int, lm_mode: str = "sentences",
-                  bptt: int = 35) -> Objective:
+                  bptt: int = 35, loss_chunks: int | None = None) -> Objective:
     """The objective a backend's ``capabilities.objective`` names (``lm_mode`` picks sentences or continuous
-    text for ``lm``; the sentence boundary of both is index ``vocab_size``)."""
+    text for ``lm``; the sentence boundary of both is index ``vocab_size``; ``loss_chunks`` sums the masked LM's
+    losses over that many runs of sentences)."""
     if lm_mode != "sentences" and kind != "lm":
         raise DepinduceError(f"lm_mode '{lm_mode}' needs a next-word language model; this model's objective is "
                              f"'{kind}'")
+    if loss_chunks is not None and kind != "mlm":
+        raise DepinduceError(f"train.loss_chunks applies to masked-LM training; this model's objective is '{kind}'")
     if kind == "mlm":
-        return MaskedLM(mask_rate)
+        return MaskedLM(mask_rate, chunks=loss_chunks)
     if kind == "lm":
         return StreamLM(vocab_size, bptt) if lm_mode == "continuous" else NextWordLM(vocab_size)
     if kind == "supervised":

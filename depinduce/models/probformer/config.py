@@ -1,5 +1,6 @@
 """Probabilistic Transformer hyperparameters; the defaults are the paper's PTB masked-LM setting (Wu and Tu 2023,
-appendix E, and the authors' ``crf-mlm-ptb`` configuration; see design/models.md)."""
+appendix E, and the authors' ``crf-mlm-ptb`` configuration; see design/models.md), and the ROOT variant's switches
+default to what the authors' ``RootedHeadProbEncoder`` does."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Literal
 from depinduce.models.config_checks import ConfigChecks
 
 DECOMPOSITIONS = ("uv", "uvw", "none")
+ROOT_NORMS = ("separate", "joint")
 
 
 @dataclass
@@ -25,7 +27,19 @@ class ProbFormerConfig:
     ``dropout``: applied to the label scores q_z after every update and to the head marginals Q_h.
     ``root``: add the paper's dummy ROOT node (section 2.3.5): every word's head may also be ROOT, whose latent
     label (``root_size`` values, default d) becomes a sentence representation.  ``ternary_l2``: weight of the
-    Frobenius norm of the reconstructed ternary tensor (the root tensor included) added to the training loss.
+    Frobenius norm of the reconstructed ternary tensor added to the training loss.
+
+    The ROOT variant's switches (they change nothing without ``root``); each default is the authors' code:
+
+    - ``root_dropout``: dropout (rate ``dropout``) on the root label's scores q_R after every update, as on q_z
+      (the authors' ``dropout_z`` on ``q_root``); false: q_R is never dropped.
+    - ``root_decomposition``: the form of the root tensor T_root, independent of ``decomposition`` (the authors'
+      ``use_root_td``, default the full d × d_root × C tensor); ``uv``/``uvw`` use ``rank``, as theirs takes the
+      words' rank.
+    - ``root_norm``: ``separate`` adds ``ternary_l2`` · ‖T_root‖_F as a term of its own (the authors' trainer
+      adds one weighted norm per ``add_norm`` entry, ``getRootTernaryNorm`` beside ``getTernaryNorm``; depinduce
+      uses ``ternary_l2`` for both); ``joint`` takes one norm of all ternary scores,
+      ``ternary_l2`` · √(‖T‖²_F + ‖T_root‖²_F).
 
     ``recompute`` is an implementation choice, not a hyperparameter, and leaves the results unchanged: each
     iteration's intermediate tensors (the rank projections, about 4·2(t+1)·C·rank floats per token) are recomputed
@@ -42,6 +56,9 @@ class ProbFormerConfig:
     dropout: float = 0.15
     root: bool = False
     root_size: int | None = None
+    root_dropout: bool = True
+    root_decomposition: Literal["uv", "uvw", "none"] = "none"
+    root_norm: Literal["separate", "joint"] = "separate"
     ternary_l2: float = 5e-4
     recompute: bool = True
 
@@ -49,8 +66,10 @@ class ProbFormerConfig:
         check = ConfigChecks("probformer", self)
         check.positive_ints("d", "n_channels", "n_iter", "rank", "distance_threshold")
         check.choices("decomposition", DECOMPOSITIONS)
+        check.choices("root_decomposition", DECOMPOSITIONS)
+        check.choices("root_norm", ROOT_NORMS)
         check.probabilities("dropout")
-        check.booleans("root", "recompute")
+        check.booleans("root", "root_dropout", "recompute")
         size = self.root_size
         check.need(size is None or (isinstance(size, int) and not isinstance(size, bool) and size >= 1),
                    f"root_size must be a positive integer or null (= d), not {size!r}")

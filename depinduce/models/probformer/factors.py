@@ -16,9 +16,10 @@ almost all of the model's arithmetic; they run through oneDNN (:mod:`depinduce.m
 :meth:`weights` packs the parameters once per forward pass, so autograd keeps one copy of the packed weights, not
 one per iteration.
 
-The ROOT variant's tensor T_root[a, e, c] (word label a, root label e, channel c; paper section 2.3.5) uses the
-same form without buckets and is small enough (d × d_root × C) to be built whole every forward pass
-(:class:`RootFactor`).
+The ROOT variant's tensor T_root[a, e, c] (word label a, root label e, channel c; paper section 2.3.5) takes one
+of the same three forms without buckets, chosen on its own (``root_decomposition``: the authors' ``use_root_td``,
+whose default is the full tensor whatever the words use), and is small enough (d × d_root × C) to be built whole
+every forward pass (:class:`RootFactor`).
 """
 
 from __future__ import annotations
@@ -179,7 +180,8 @@ FACTORS: dict[str, type[TernaryFactors]] = {"uv": UVFactors, "uvw": UVWFactors, 
 
 
 class RootFactor(nn.Module):
-    """T_root[a, e, c] for (H^c_i = ROOT, Z_i = a, Z_ROOT = e) in the same form as the word buckets."""
+    """T_root[a, e, c] for (H^c_i = ROOT, Z_i = a, Z_ROOT = e) in its own form: ``uv`` (a rank-``rank`` product
+    per channel), ``uvw`` (one Kruskal form) or ``none`` (the full tensor, initialised N(0, 1) as the authors')."""
 
     def __init__(self, decomposition: str, d: int, root_size: int, n_channels: int, rank: int) -> None:
         super().__init__()

@@ -15,16 +15,18 @@ Asynchronous updates (paper section 2.3.2), ``n_iter`` times, starting from q_z 
 
 The factor d on the head logits is the paper's message weight λ_H = 1/d (section 2.3.3, appendix A.5; the label
 messages keep λ_Z = 1), as the authors' code applies it.  Dropout (rate ``dropout``) is applied to q_z after every
-update — so also to the final q_z, the contextual representation the output layer reads — and to Q_h before it
-sends messages.  (The authors' code drops the head *logits* before their softmax; design/models.md asks for the
-marginals, which keeps a dropped head's mass at exactly zero.)
+update — so also to the final q_z, the contextual representation the output layer reads — and to the head
+marginals Q_h (after their softmax) before they send messages, as design/models.md states it and as the authors'
+asynchronous branch does (``async_update = true``, every configuration of theirs).  Only their synchronous branch,
+which depinduce does not implement, drops the head logits instead.
 
 Root variant (paper section 2.3.5): a ROOT node with its own latent label Z_R ∈ {1..d_root}, Q_R uniform at
 first, and a ternary factor T_root[a, e, c] on (H^c_i = ROOT, Z_i = a, Z_R = e).  Each iteration adds ROOT as
 head option 0 with logit d · F_root[c, i], F_root[c,i] = Σ_{a,e} Q_z[i,a] Q_R[e] T_root[a,e,c]; word i receives
 Σ_c Q_h[c,i,ROOT] Σ_e Q_R[e] T_root[a,e,c]; and Z_R, a label variable updated with the words' labels, gets
-q_R[e] = Σ_{c,i} Q_h[c,i,ROOT] Σ_a Q_z[i,a] T_root[a,e,c] (no unary score, no dropout).  The final q_R is the
-sentence representation.
+q_R[e] = Σ_{c,i} Q_h[c,i,ROOT] Σ_a Q_z[i,a] T_root[a,e,c] (no unary score), then dropout as q_z gets it
+(``root_dropout``, the authors' choice; drawn after q_z's, in their order).  The final q_R is the sentence
+representation.  T_root has its own form (``root_decomposition``), independent of the words' buckets.
 
 Every step is a batched tensor operation over the whole batch, all words and all channels: the only Python loops
 are over the ``n_iter`` iterations and the 2·(t+1) distance buckets.  Each bucket k has its rank projections
@@ -161,16 +163,14 @@ class MeanField(nn.Module):
         self.config = config
         self.factors = FACTORS[config.decomposition](config.d, config.n_channels, config.n_buckets, config.rank)
         self.root_factor = (
-            RootFactor(config.decomposition, config.d, config.root_labels, config.n_channels, config.rank)
+            RootFactor(config.root_decomposition, config.d, config.root_labels, config.n_channels, config.rank)
             if config.root else None
         )
 
-    def squared_norm(self) -> torch.Tensor:
-        """‖T‖²_F of every ternary score, the root tensor included."""
-        total = self.factors.squared_norm()
-        if self.root_factor is not None:
-            total = total + self.root_factor.tensor().pow(2).sum()
-        return total
+    def squared_norms(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """‖T‖²_F of the words' ternary scores, and ‖T_root‖²_F of the root tensor (None without ROOT)."""
+        root = self.root_factor.tensor().pow(2).sum() if self.root_factor is not None else None
+        return self.factors.squared_norm(), root
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, *, record: bool = False) -> Marginals:
         """Inference for unary scores ``x`` (B, T, d) and the real-word ``mask`` (B, T).
@@ -232,6 +232,8 @@ class MeanField(nn.Module):
             pooled = torch.matmul(q.transpose(1, 2), dropped_root.transpose(1, 2))  # (B, d, C)
             new_root = torch.einsum("bac,aec->be", pooled, root_tensor)
         new_q_z = apply_dropout(x + messages, p, self.training)
+        if new_root is not None and self.config.root_dropout:
+            new_root = apply_dropout(new_root, p, self.training)
         if trace is not None:
             step = {"Q_z": q, "F": scores, "Q_h": heads, "G": messages, "q_z": new_q_z}
             if root_tensor is not None:

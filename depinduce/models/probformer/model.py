@@ -5,7 +5,8 @@ Network: word embedding (the unary scores x, d wide, Xavier-uniform as the autho
 iterations → the final unnormalised label scores q_z → an output layer of its own (not tied to the embedding, as
 in the paper) computed at the masked positions only.  Trained with the engine's masked-LM objective plus
 ``regularizer()`` = ``ternary_l2`` · ‖T‖_F, the Frobenius norm of the reconstructed ternary tensor (paper
-appendix E; the authors' ``getTernaryNorm``), the root tensor included in the root variant.
+appendix E; the authors' ``getTernaryNorm``), and in the root variant the root tensor's norm as a separate term
+(``root_norm``).
 
 Parsing (``score_tensors``).  The head marginals Q_h of the last iteration are averaged over the channels (or one
 channel is used: :meth:`select_channel`, ``parse --channel``; choose it on dev data with ``depinduce analyze
@@ -23,6 +24,9 @@ channels``, never on test data).  Word-to-word scores are log Q̄_h[i, j].  The 
   every root 0 instead, as UDGN's authors do, would make ``argmax`` attach every word to ROOT.
 
 Probabilities are floored at float32's smallest normal number before the log, so decoders see finite scores.
+
+The authors' own decoding (``probformer-argmax``, ``-nonprojective``, ``-projective``: sums of probabilities, ROOT
+at probability 0 without the ROOT node) is in ``decoders.py``.
 """
 
 from __future__ import annotations
@@ -39,9 +43,15 @@ from depinduce.models.layers.kernels import rows_linear
 from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap
 from depinduce.models.neural import MaskedLMBackend, pad_batch
 from depinduce.models.probformer.config import ProbFormerConfig
+from depinduce.models.probformer.decoders import authors_decoders
 from depinduce.models.probformer.inference import Marginals, MeanField
 
 _FLOOR = torch.finfo(torch.float32).tiny
+
+
+def _norm(squared: torch.Tensor) -> torch.Tensor:
+    """√ of a squared norm, with a finite gradient at 0."""
+    return squared.clamp_min(1e-30).sqrt()
 
 
 def head_scores(heads: torch.Tensor, root: torch.Tensor | None) -> torch.Tensor:
@@ -69,9 +79,13 @@ class ProbFormer(MaskedLMBackend):
     capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=False, objective="mlm")
     default_recipes = {"cpu": "probformer-ptb-cpu", "cuda": "probformer-ptb"}
     config_class = ProbFormerConfig
+    # The paper's MLM model has no ROOT node: its decoders give ROOT probability 0.
+    own_decoders = authors_decoders(root_node=False)
 
     def __init__(self, config: ProbFormerConfig, vocab: Vocab) -> None:
         super().__init__(config, vocab)
+        if config.root:  # same names; the authors' decoders then read the ROOT marginal (parse looks them up here)
+            self.own_decoders = authors_decoders(root_node=True)
         limit_onednn_primitive_cache()  # see layers/memory.py
         self.embedding = nn.Embedding(len(vocab), config.d)
         nn.init.xavier_uniform_(self.embedding.weight)
@@ -99,10 +113,18 @@ class ProbFormer(MaskedLMBackend):
         return rows_linear(hidden, self.output.weight, self.output.bias)
 
     def regularizer(self) -> torch.Tensor | None:
-        """``ternary_l2`` · ‖T‖_F (None when the weight is 0)."""
+        """``ternary_l2`` · ‖T‖_F, plus with ROOT ``ternary_l2`` · ‖T_root‖_F (``root_norm: separate``, the
+        authors') or instead one norm of both, √(‖T‖² + ‖T_root‖²) (``joint``).  None when the weight is 0."""
         if self.config.ternary_l2 == 0:
             return None
-        return self.config.ternary_l2 * self.mean_field.squared_norm().clamp_min(1e-30).sqrt()
+        words, root = self.mean_field.squared_norms()
+        if root is None:
+            norm = _norm(words)
+        elif self.config.root_norm == "separate":
+            norm = _norm(words) + _norm(root)
+        else:
+            norm = _norm(words + root)
+        return self.config.ternary_l2 * norm
 
     # ------------------------------------------------------------------------------------------------- parsing
 

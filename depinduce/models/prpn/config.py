@@ -16,9 +16,16 @@ class PRPNConfig:
 
     ``gate``: ``hard`` is α(a, b) = clamp(1 + (a − b)/resolution, 0, 1), the variant behind the paper's parsing
     numbers; ``soft`` is its smooth version sigmoid(10·(a − b)/resolution + 5) (both as in the authors' code).
-    ``dropout`` applies to the embeddings and the predict network's output, ``idropout`` to the inputs of the
-    parsing network, of the upper reading layers and of the predict network, ``rdropout`` to each reading layer's
-    attended hidden state (one mask per sequence, as in the authors' code).
+    ``dropout`` applies to the first reading layer's LSTM input (the embeddings) and the predict network's output,
+    ``idropout`` to the inputs of the parsing network, of the upper reading layers' LSTMs and of the predict
+    network, ``rdropout`` to each reading layer's attended hidden state (one mask per sequence, as in the
+    authors' code).
+    ``dropout_placement``: where the attention keys are dropped.  ``authors`` (the paper setting) as the authors'
+    code: each reading layer's key drops its input [x_t; h_(t−1)] and its output at ``idropout`` with masks of its
+    own, and the predict network's key drops before and after its layer; ``depinduce`` reuses the LSTM input's
+    mask for x_t, drops neither h_(t−1) nor the key, and drops the predict key once, before its layer.
+    ``layer_norm``: the reading layers' layer norm, ``torch`` (nn.LayerNorm: biased variance, ε inside the root;
+    one fused kernel) or ``authors`` (the paper setting: γ(x − μ)/(unbiased σ + 1e-6) + β); see ``norm.py``.
     ``tree``: ``paper`` parses as the paper's appendix A (split at the deepest word k into (w_<k)(w_k (w_>k)));
     ``distances`` splits between the two words of the largest gap instead, as StructFormer and ON-LSTM do.
     """
@@ -34,6 +41,8 @@ class PRPNConfig:
     idropout: float = 0.2
     rdropout: float = 0.0
     tree: Literal["paper", "distances"] = "paper"
+    dropout_placement: Literal["authors", "depinduce"] = "authors"
+    layer_norm: Literal["torch", "authors"] = "torch"
 
     def __post_init__(self) -> None:
         check = ConfigChecks("prpn", self)
@@ -42,6 +51,8 @@ class PRPNConfig:
                    and self.resolution > 0, f"resolution must be a positive number, not {self.resolution!r}")
         check.choices("gate", ("hard", "soft"))
         check.choices("tree", ("paper", "distances"))
+        check.choices("dropout_placement", ("authors", "depinduce"))
+        check.choices("layer_norm", ("torch", "authors"))
         check.probabilities("dropout", "idropout", "rdropout")
         check.need(self.hidden_size % 2 == 0,
                    f"hidden_size must be even (the parsing network's two outputs read half each), not "

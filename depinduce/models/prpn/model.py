@@ -14,7 +14,9 @@ symbol for both roles, as in the Mikolov PTB language-model data, so a model tra
 Differences from the authors' code: the layers run one after the other over the whole sequence instead of all
 layers per time step (the same function: the gates do not depend on the hidden states), which lets each layer
 compute its input transformations for all positions at once; BatchNorm statistics cover real positions only, so
-padding never changes a result; standard layer norm (variance inside the square root).
+padding never changes a result.  Switches: ``layer_norm`` (torch's by default, the authors' form as the paper
+setting) and ``dropout_placement`` (the authors' by default).  The attention normaliser, the initialisation and
+the predict network's memory (h_(t−1) … h_(t−S), as the authors' code reads it) are the authors'.
 """
 
 from __future__ import annotations
@@ -70,10 +72,12 @@ class PRPN(NeuralBackend):
         self.parser = ParsingNetwork(config.emb_size, config.hidden_size, config.lookback, config.idropout)
         self.readers = nn.ModuleList(
             ReadingLayer(config.emb_size if i == 0 else config.hidden_size, config.hidden_size,
-                         config.dropout if i == 0 else config.idropout, config.rdropout)
+                         config.dropout if i == 0 else config.idropout, config.rdropout,
+                         key_dropout=config.idropout, placement=config.dropout_placement, norm=config.layer_norm)
             for i in range(config.n_layers)
         )
-        self.predictor = PredictNetwork(config.hidden_size, config.emb_size, config.idropout)
+        self.predictor = PredictNetwork(config.hidden_size, config.emb_size, config.idropout,
+                                        placement=config.dropout_placement)
         self.output_bias = nn.Parameter(torch.zeros(len(vocab) + 1))
         nn.init.uniform_(self.embedding.weight, -0.01, 0.01)  # the authors' initial range
 

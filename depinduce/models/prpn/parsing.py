@@ -7,6 +7,8 @@ statistics never include padding and a sentence gets the same distances alone or
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -17,9 +19,12 @@ from depinduce.models.layers.dropout import apply_dropout
 class ParsingNetwork(nn.Module):
     """Conv(kernel lookback+1) → BatchNorm → ReLU → two 1×1 heads (each on half the channels) → sigmoid.
 
-    The final squashing is a sigmoid as design/models.md specifies (the paper writes a ReLU): a ReLU head whose
-    pre-activations start negative everywhere never gets a gradient again, and bounded distances keep the
-    resolution r meaningful.
+    The final squashing is a sigmoid, as in the authors' code and design/models.md; only the paper's eq. 8 writes
+    a ReLU (a ReLU head whose pre-activations start negative everywhere would never get a gradient again, and
+    bounded distances keep the resolution r meaningful).
+
+    Initialised as the authors' code under torch 0.3: BatchNorm's scale uniform in [0, 1), and the two heads (one
+    grouped 1×1 convolution there, whose bound torch 0.3 took from all H input channels) uniform ±1/√H.
 
     For position t the output is d_t, the distance between tokens t−1 and t, and d̂_(t+1), a guess of the next
     distance that the predict network uses before it has seen token t+1.
@@ -35,6 +40,11 @@ class ParsingNetwork(nn.Module):
         self.half = half
         self.distance = nn.Linear(half, 1)
         self.next_distance = nn.Linear(hidden_size - half, 1)
+        nn.init.uniform_(self.norm.weight, 0.0, 1.0)
+        bound = 1.0 / math.sqrt(hidden_size)
+        for head in (self.distance, self.next_distance):
+            nn.init.uniform_(head.weight, -bound, bound)
+            nn.init.uniform_(head.bias, -bound, bound)
 
     def forward(self, embedded: torch.Tensor, rows: torch.Tensor, history: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -9,7 +9,7 @@ and says so.  A run trained with ``iterations: 0`` is SynTr.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
 import torch
@@ -23,7 +23,8 @@ from depinduce.models.base import Capabilities, ParseScores
 from depinduce.models.neural import NeuralBackend, pad_batch
 from depinduce.models.rngtr.bert import PieceTokenizer, bert_architecture, bert_state, copy_bert_weights
 from depinduce.models.rngtr.config import RNGTrConfig
-from depinduce.models.rngtr.model import FinalScores, Graph, RNGTrNetwork
+from depinduce.models.rngtr.decoders import AUTHORS_DECODERS
+from depinduce.models.rngtr.model import FinalScores, Graph, PassLogits, RNGTrNetwork
 
 
 class RNGTr(NeuralBackend):
@@ -37,6 +38,7 @@ class RNGTr(NeuralBackend):
     default_recipes = {"cpu": "rngtr-ud-cpu", "cuda": "rngtr-ud"}
     config_class = RNGTrConfig
     needs_tags: ClassVar[bool] = True
+    own_decoders = AUTHORS_DECODERS
 
     def __init__(self, config: RNGTrConfig, vocab: Vocab, tags: TagVocab) -> None:
         self.pieces: PieceTokenizer | None = None
@@ -54,12 +56,21 @@ class RNGTr(NeuralBackend):
 
     # ---------------------------------------------------------------------------------------- training hooks
 
-    def arc_label_logits(self, tokens: torch.Tensor, mask: torch.Tensor, heads: torch.Tensor, *,
+    def arc_label_passes(self, tokens: torch.Tensor, mask: torch.Tensor, heads: torch.Tensor, *,
                          upos: torch.Tensor, init_heads: torch.Tensor | None = None,
-                         init_labels: torch.Tensor | None = None, **pieces: torch.Tensor
-                         ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        return self.network.arc_label_logits(tokens, mask, heads, upos=upos, init_heads=init_heads,
+                         init_labels: torch.Tensor | None = None, **pieces: torch.Tensor) -> Iterator[PassLogits]:
+        return self.network.arc_label_passes(tokens, mask, heads, upos=upos, init_heads=init_heads,
                                              init_labels=init_labels, **pieces)
+
+    @property
+    def updates_per_pass(self) -> bool:
+        """The supervised objective steps the optimiser once per refinement pass (the authors' trainer)."""
+        return self.config.updates == "per_pass"
+
+    @property
+    def max_passes(self) -> int:
+        """Passes per batch at most: sizes the learning-rate schedule when there is one update per pass."""
+        return self.config.iterations + 1
 
     def word_inputs(self, forms: Sequence[Sequence[str]]) -> dict[str, torch.Tensor]:
         """The word pieces of a BERT-initialised encoder (nothing for the default encoder)."""

@@ -34,6 +34,16 @@ class RNGTrConfig:
     # word pieces (see bert.py); hidden_size, n_layers, n_heads, ff_size and max_positions then come from it.
     encoder_path: str | None = None
     layer_norm_eps: float = 1e-5
+    # Differences from the authors' code (idiap/g2g-transformer), each with the authors' setting available:
+    # - updates: one optimiser step per batch on the passes' combined loss (``per_batch``), or one step per
+    #   refinement pass (``per_pass``, the authors' trainer: T+1 times more updates at the same learning rate);
+    # - first_graph: what the first graph-reading pass reads of the pass before it — its argmax graph (``argmax``,
+    #   as the paper describes) or its MST tree (``mst``, the authors' code; see model.py for the stop test);
+    # - decode_pass: a sentence that converges at pass t is decoded from pass t (``last``) or from pass t-1
+    #   (``previous``, the authors' code: same argmax graph, the MST can differ).
+    updates: str = "per_batch"
+    first_graph: str = "argmax"
+    decode_pass: str = "last"
 
     def __post_init__(self) -> None:
         check = ConfigChecks("rngtr", self)
@@ -47,6 +57,10 @@ class RNGTrConfig:
                    f"layer_norm_eps must be a positive number, not {self.layer_norm_eps!r}")
         check.need(isinstance(self.iterations, int) and not isinstance(self.iterations, bool)
                    and self.iterations >= 0, f"iterations must be a non-negative integer, not {self.iterations!r}")
+        for name, allowed in (("updates", ("per_batch", "per_pass")), ("first_graph", ("argmax", "mst")),
+                              ("decode_pass", ("last", "previous"))):
+            value = getattr(self, name)
+            check.need(value in allowed, f"{name} must be one of {', '.join(allowed)}, not {value!r}")
         check.need(self.hidden_size % self.n_heads == 0,
                    f"hidden_size ({self.hidden_size}) must be a multiple of n_heads ({self.n_heads})")
 

@@ -1,13 +1,21 @@
 """StructFormer (Shen et al. 2021): a masked-LM transformer whose attention follows an induced dependency graph.
 
 The parser (``parser.py``) reads the shared word embedding and predicts syntactic distances and heights; the
-distances are calibrated per sentence; ``parent.py`` turns them into a differentiable parent distribution P; each
-layer's attention is gated by a per-head mixture of P and Pᵀ (``attention.py``).  Trained with the engine's
-masked-LM objective; ``score_tensors`` exposes what the shared decoders need.
+distances are calibrated (per sentence, or per batch with ``margin: batch``); ``parent.py`` turns them into a
+differentiable parent distribution P; each layer's attention is gated by a per-head mixture of P and Pᵀ
+(``attention.py``).  Trained with the engine's masked-LM objective; ``score_tensors`` exposes what the shared
+decoders need.
 
-Choices that differ from the authors' code (and why):
-- the calibration margin is taken per sentence, not per batch, so a parse does not depend on its batch-mates;
-- the parent contraction is exact but O(n³) through two batched matmuls instead of O(n⁴) over n³ tensors;
+Choices that differ from the authors' code (and why), with the switch that restores theirs:
+- the calibration margin is taken per sentence, not over the batch, so a sentence's structure in training does
+  not depend on its batch-mates (``margin: batch`` is theirs; their test-time parse runs one sentence at a time,
+  so parsing calibrates per sentence under either setting);
+- tied maxima: the distance tree binarises left to right (``tree_ties: nary`` splits at every tied maximum, as
+  theirs), and the shared ``argmax`` decoder keeps one root at a height tie (the ``structformer-argmax``
+  decoder makes every tied word a root, as theirs);
+- the parent contraction is exact but O(n³) through two batched matmuls instead of O(n⁴) over n³ tensors, with
+  an exact (slower) fallback for sentences whose s1 × height range leaves float64's exponent range
+  (``parent.py``);
 - the output logits are computed only for the hidden states the engine passes (the masked positions).
 
 Speed and memory on CPU (``attention.py`` and the shared ``depinduce.models.layers``: ``kernels``, ``dropout``,
@@ -20,6 +28,7 @@ same way, by default (``auto``) only when memory would otherwise run short.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -33,6 +42,7 @@ from depinduce.models.layers.memory import limit_onednn_primitive_cache, release
 from depinduce.models.neural import MaskedLMBackend
 from depinduce.models.structformer.attention import StructFormerLayer
 from depinduce.models.structformer.config import StructFormerConfig
+from depinduce.models.structformer.decoders import OWN_DECODERS
 from depinduce.models.structformer.parent import parent_distribution
 from depinduce.models.structformer.parser import SyntacticParser, calibrate_distances
 
@@ -60,6 +70,7 @@ class StructFormer(MaskedLMBackend):
     capabilities = Capabilities(dependency=True, constituency=True, trainable=True, supervised=False, objective="mlm")
     default_recipes = {"cpu": "structformer-ptb-cpu", "cuda": "structformer-ptb"}
     config_class = StructFormerConfig
+    own_decoders = OWN_DECODERS
 
     def __init__(self, config: StructFormerConfig, vocab: Vocab) -> None:
         super().__init__(config, vocab)
@@ -83,12 +94,14 @@ class StructFormer(MaskedLMBackend):
         if self.position is not None:
             nn.init.uniform_(self.position.weight, -0.1, 0.1)
 
-    def structure(self, tokens: torch.Tensor, mask: torch.Tensor, embedded: torch.Tensor | None = None) -> Structure:
-        """Distances, heights and the parent distribution for a padded batch."""
+    def structure(self, tokens: torch.Tensor, mask: torch.Tensor, embedded: torch.Tensor | None = None,
+                  batch_margin: bool = False) -> Structure:
+        """Distances, heights and the parent distribution for a padded batch; ``batch_margin`` calibrates the
+        distances with the batch's largest margin instead of each sentence's own."""
         if embedded is None:
             embedded = self.embedding(tokens)
         distance, height = self.parser(embedded, mask)
-        distance = calibrate_distances(distance, height, mask)
+        distance = calibrate_distances(distance, height, mask, per_batch=batch_margin)
         sharpness = self.log_sharpness.exp()
         parent, root = parent_distribution(distance, height, mask, sharpness[0], sharpness[1])
         return Structure(distance=distance, height=height, parent=parent, root=root)
@@ -99,7 +112,7 @@ class StructFormer(MaskedLMBackend):
             # moment to hand fragmented heap pages back (layers/memory.py; acts only when the resident set has grown).
             release_free_heap()
         embedded = self.embedding(tokens)
-        parent = self.structure(tokens, mask, embedded).parent
+        parent = self.structure(tokens, mask, embedded, batch_margin=self.config.margin == "batch").parent
         x = embedded
         if self.position is not None:
             positions = torch.arange(tokens.size(1), device=tokens.device).clamp_(max=self.config.max_positions - 1)
@@ -127,8 +140,11 @@ class StructFormer(MaskedLMBackend):
     def score_tensors(self, tokens: torch.Tensor, mask: torch.Tensor) -> list[ParseScores]:
         """Per sentence of n words: ``heads`` (n+1)×(n+1) = log P with column 0 = log(root probability), the
         diagonal and row 0 −inf, and log 0 floored at log(float32 tiny) so decoders see finite arc scores;
-        ``distances`` = the n−1 calibrated distances; ``heights`` = the n heights."""
+        ``distances`` = the n−1 calibrated distances; ``heights`` = the n heights; ``split_ties`` from the config's
+        ``tree_ties``.  Each sentence is calibrated by its own margin whatever ``margin`` says: the authors parse
+        one sentence at a time."""
         found = self.structure(tokens, mask)
+        split_ties = self.config.tree_ties == "nary"
         scores = []
         for b, n in enumerate(mask.sum(dim=-1).tolist()):
             heads = torch.full((n + 1, n + 1), float("-inf"), dtype=torch.float32, device=tokens.device)
@@ -136,6 +152,8 @@ class StructFormer(MaskedLMBackend):
             heads[1:, 0] = found.root[b, :n].float().clamp_min(_LOG_FLOOR).log()
             heads[1:, 1:].fill_diagonal_(float("-inf"))
             scores.append(
-                ParseScores(heads=heads, distances=found.distance[b, : max(n - 1, 0)], heights=found.height[b, :n])
+                ParseScores(heads=heads, distances=found.distance[b, : max(n - 1, 0)], heights=found.height[b, :n],
+                            split_ties=split_ties)
             )
         return scores
+

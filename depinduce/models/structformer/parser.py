@@ -64,15 +64,17 @@ def _has_next_word(mask: torch.Tensor) -> torch.Tensor:
     return F.pad(mask[:, 1:], (0, 1), value=False)
 
 
-def calibrate_distances(distance: torch.Tensor, height: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def calibrate_distances(distance: torch.Tensor, height: torch.Tensor, mask: torch.Tensor,
+                        per_batch: bool = False) -> torch.Tensor:
     """Shift each sentence's distances down by its calibration margin (from the authors' code, not the paper).
 
     For every span i..j of a sentence (all but the whole sentence), with ``hmax`` its highest word,
     m = min(relu(d_{i−1} − hmax), relu(d_j − hmax)) (d_{−1} = +∞) is how far both of its boundaries rise above
     everything inside it; the largest m is subtracted from all of the sentence's distances, which brings
-    distances and heights to the same level.  The authors take that maximum over the whole *batch*, so a
-    sentence's parse depends on the sentences it is batched with; depinduce takes it per sentence, so a parse
-    depends on the sentence alone.  O(T²) per sentence, fully vectorised (cummax over span ends).
+    distances and heights to the same level.  By default the largest m is taken per sentence, so a sentence's
+    structure depends on the sentence alone; ``per_batch`` takes it over the whole batch, as the authors' code
+    does in every forward pass (model config ``margin: batch``) — their test-time parse runs one sentence at a
+    time, where the two agree.  O(T²) per sentence, fully vectorised (cummax over span ends).
     """
     batch, width = distance.shape
     if width == 0:
@@ -89,5 +91,7 @@ def calibrate_distances(distance: torch.Tensor, height: torch.Tensor, mask: torc
     length = mask.sum(dim=-1)[:, None, None]
     valid = (end >= start) & (end < length) & ~((start == 0) & (end == length - 1))
     margin = margin.masked_fill(~valid, 0.0).amax(dim=(1, 2))
+    if per_batch:
+        margin = margin.amax().expand(batch)
     calibrated = distance - margin[:, None]
     return calibrated.masked_fill(~_has_next_word(mask), BIG)

@@ -5,6 +5,17 @@ The paper's ablations (its Tables 4 and 8) are options here, so each can be trai
 head's controller weight is an independent sigmoid, StructFormer's non-competitive choice, instead of a softmax
 over the heads), ``relative_bias: false`` (no left/right bias per head) and ``activation: identity`` (the values
 are not squashed by tanh).  ``n_heads`` is the ablation of its Figure 4.
+
+Two switches choose between the authors' code (the defaults) and depinduce's earlier choices, which had no
+reason of their own but are what the CPU recipes' measured results were trained with:
+
+- ``dgn_dropout``: ``twice`` (the authors') drops a layer's concatenated messages before its output projection
+  and again the projection's output before the residual sum; ``once`` only the first.
+- ``init``: ``authors`` — one Xavier-uniform bound over the whole [q, k, v, g] projection (fan-out 4·N·d), the
+  left/right biases uniform in ±0.1, the parser's child/parent projection Xavier-uniform with a zero bias;
+  ``depinduce`` — Xavier per q, k, v, g block (a bound √((H + 4Nd)/(H + Nd)) ≈ 1.73× larger at the paper's
+  sizes), zero left/right biases (the layer starts as the ``relative_bias: false`` ablation), and
+  ``nn.Linear``'s default initialisation for the parser projection.
 """
 
 from __future__ import annotations
@@ -23,8 +34,9 @@ class UDGNConfig:
     ``n_heads`` × ``head_size`` is the width of the messages inside a layer (8 × 128 = 1024 in the paper, twice
     the hidden size).  The parser has its own embedding (``hidden_size`` wide) and a BiLSTM of
     ``parser_layers`` layers with ``parser_hidden_size`` units per direction.  ``dropout`` is applied to the
-    embeddings, between and after the BiLSTM layers, to each layer's concatenated messages and before the output
-    layer; ``dropatt`` drops controller weights a_ijk, i.e. head k for the pair (i, j).
+    embeddings, between and after the BiLSTM layers, to each layer's concatenated messages (with
+    ``dgn_dropout: twice`` also to its projected output) and before the output layer; ``dropatt`` drops
+    controller weights a_ijk, i.e. head k for the pair (i, j).  ``dgn_dropout`` and ``init``: see above.
 
     ``recompute_lstm`` and ``recompute_heads`` are implementation choices that leave the results unchanged: CPU
     training reruns each BiLSTM layer in backward instead of keeping oneDNN's workspace (~190 MB per layer for a
@@ -46,6 +58,8 @@ class UDGNConfig:
     competition: Literal["softmax", "sigmoid"] = "softmax"
     relative_bias: bool = True
     activation: Literal["tanh", "identity"] = "tanh"
+    dgn_dropout: Literal["twice", "once"] = "twice"
+    init: Literal["authors", "depinduce"] = "authors"
     recompute_lstm: bool | str = "auto"
     recompute_heads: bool | str = "auto"
 
@@ -56,4 +70,6 @@ class UDGNConfig:
         check.booleans("gates", "relative_bias")
         check.choices("competition", ("softmax", "sigmoid"))
         check.choices("activation", ("tanh", "identity"))
+        check.choices("dgn_dropout", ("twice", "once"))
+        check.choices("init", ("authors", "depinduce"))
         check.recompute_switches("recompute_lstm", "recompute_heads")

@@ -7,11 +7,19 @@ For hidden states h (B, T, H), ``n_heads`` = N heads of width d and the undirect
     â_ijk  = softmax_k(s_ijk)                              the competitive controller: heads compete per pair
     a_ijk  = â_ijk · m_ij                                  the graph gates how much flows between i and j
     o_ik   = sigmoid(g_ik) ⊙ Σ_j a_ijk · tanh(v_jk)
-    h'_i   = h_i + W_o dropout([o_i1; …; o_iN]) + b_o      no feed-forward block, no LayerNorm inside
+    h'_i   = h_i + dropout(W_o dropout([o_i1; …; o_iN]) + b_o)     no feed-forward block, no LayerNorm inside
+
+The outer dropout is the authors' second one (their layer drops the attention module's output before the
+residual sum, and that module drops its messages before the projection); ``dropout_twice=False`` (config
+``dgn_dropout: once``) keeps only the inner one.
 
 Options (the paper's ablations): ``gates=False`` drops g (the gate is 1), ``competition="sigmoid"`` replaces the
 softmax over heads by an independent sigmoid per head, ``relative_bias=False`` drops b^dir, and
 ``activation="identity"`` passes v without tanh.  ``dropatt`` drops entries a_ijk (head k for the pair (i, j)).
+
+Initialisation (``init``): ``authors`` draws one Xavier-uniform matrix for the whole [q, k, v, g] projection and
+the left/right biases uniformly in ±0.1, as their code does; ``depinduce`` draws Xavier per q, k, v, g block (a
+larger bound: fan-out N·d instead of 4·N·d) and starts the biases at zero.  Both: Xavier W_o, zero b and b_o.
 
 The authors' code forms a_ijk in log space, exp(log_softmax_k(s) + log(m + 1e−6)); here it is the product of
 equation 11 itself, which is the same up to that 1e−6 and gives padding keys and the diagonal exactly zero
@@ -26,7 +34,8 @@ itself.  :class:`_GatedHeadsCore` keeps exactly the tensors its backward needs, 
 only the projection and m, recomputing the rest in backward (two batched products and a few element-wise
 passes: about 6% of a small model's step); dropout masks are redrawn from their seeds.  The model decides per
 step (config ``recompute_heads``, ``auto``: only when memory would otherwise run short).  On other devices, and
-without gradients, the same computation runs as plain torch ops.
+without gradients, the same computation runs as plain torch ops.  The second dropout follows either path
+(``residual_dropout_``: in place, keeping only its mask's seed), so recomputation does not touch it.
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from depinduce.models.layers.dropout import apply_dropout, drop_mask, new_seed
+from depinduce.models.layers.dropout import apply_dropout, drop_mask, new_seed, residual_dropout_
 from depinduce.models.layers.kernels import linear_backward, position_linear
 
 # Pair directions: 0 = the word itself, 1 = j left of i (j < i), 2 = j right of i (j > i).
@@ -212,11 +221,12 @@ class DGNLayer(nn.Module):
 
     def __init__(self, hidden_size: int, n_heads: int, head_size: int, dropout: float, dropatt: float, *,
                  gates: bool = True, competition: str = "softmax", relative_bias: bool = True,
-                 activation: str = "tanh") -> None:
+                 activation: str = "tanh", dropout_twice: bool = True, init: str = "authors") -> None:
         super().__init__()
         self.opts = HeadOptions(n_heads, head_size, gates, competition, activation)
         self.dropout = dropout
         self.dropatt = dropatt
+        self.dropout_twice = dropout_twice
         n_parts = self.opts.n_parts
         width = n_heads * head_size
         # Output layout (parts, heads, head_size): q, k, v and g are contiguous blocks.
@@ -224,8 +234,13 @@ class DGNLayer(nn.Module):
         self.out = nn.Linear(width, hidden_size)
         # Per head: the score bias for a key on the left and on the right of the query.
         self.direction_bias = nn.Parameter(torch.zeros(n_heads, 2)) if relative_bias else None
-        for weight in self.project.weight.data.chunk(n_parts, dim=0):  # Xavier per projection
-            nn.init.xavier_uniform_(weight)
+        if init == "authors":
+            nn.init.xavier_uniform_(self.project.weight)
+            if self.direction_bias is not None:
+                nn.init.uniform_(self.direction_bias, -0.1, 0.1)
+        else:
+            for weight in self.project.weight.data.chunk(n_parts, dim=0):  # Xavier per projection
+                nn.init.xavier_uniform_(weight)
         nn.init.xavier_uniform_(self.out.weight)
         nn.init.zeros_(self.project.bias)
         nn.init.zeros_(self.out.bias)
@@ -248,4 +263,6 @@ class DGNLayer(nn.Module):
             messages = plain_heads(parts, graph, table, directions, self.opts, self.dropatt, self.dropout,
                                    self.training, controllers)
             out = position_linear(messages, self.out.weight, self.out.bias)
+        if self.dropout_twice:  # the authors' second dropout, on the projected output (keeps only its seed)
+            return residual_dropout_(out, x, self.dropout, self.training)
         return out.add_(x)

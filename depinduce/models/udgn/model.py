@@ -15,11 +15,12 @@ Root scoring (``score_tensors``).  The parser's softmax ranges over every word o
 word itself*, as in the authors' code; the self-mass p[i, i] never becomes an edge (m has a zero diagonal), so
 it is the probability that word i has no head among the other words.  depinduce scores ROOT → i with exactly
 that: column 0 holds log p[i, i], so each row of the (n+1)×(n+1) matrix is a full log-distribution over
-{ROOT, the other words}.  MST then finds the best tree with exactly one root (the paper's decoder); ``argmax``
-takes each word's best entry, which may give several roots or none.  The authors' code instead scores every
-root candidate 0 (log 1), so that the root is chosen by the word-to-word scores alone (the word that loses the
-least by taking no word head); log p[i, i] also counts how much of word i's mass the parser, trained through
-m, keeps off every edge.
+{ROOT, the other words}.  ``mst`` then finds the best tree with exactly one root; ``argmax`` takes each word's
+best entry, which may give several roots or none.  The paper's figures come from the authors' own decoders,
+which ignore p[i, i] (``decoders.py``): ``udgn-tree`` scores every root candidate 0, so that the root is chosen
+by the word-to-word scores alone (the word that loses the least by taking no word head), and ``udgn-argmax``
+takes each word's most probable other word, so it never gives ROOT.  log p[i, i] also counts how much of word
+i's mass the parser, trained through m, keeps off every edge, which is why it is depinduce's ROOT score.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from depinduce.models.layers.kernels import rows_linear
 from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap, should_recompute
 from depinduce.models.neural import MaskedLMBackend
 from depinduce.models.udgn.config import UDGNConfig
+from depinduce.models.udgn.decoders import AUTHORS_DECODERS
 from depinduce.models.udgn.dgn import DGNLayer, pair_directions
 from depinduce.models.udgn.parser import HeadSelectiveParser, undirected_mask
 
@@ -47,6 +49,7 @@ class UDGN(MaskedLMBackend):
     capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=False, objective="mlm")
     default_recipes = {"cpu": "udgn-ptb-cpu", "cuda": "udgn-ptb"}
     config_class = UDGNConfig
+    own_decoders = AUTHORS_DECODERS
 
     def __init__(self, config: UDGNConfig, vocab: Vocab) -> None:
         super().__init__(config, vocab)
@@ -54,11 +57,11 @@ class UDGN(MaskedLMBackend):
         hidden = config.hidden_size
         self.embedding = nn.Embedding(len(vocab), hidden)
         self.parser = HeadSelectiveParser(len(vocab), hidden, config.parser_hidden_size, config.parser_layers,
-                                          config.dropout, config.recompute_lstm)
+                                          config.dropout, config.recompute_lstm, config.init)
         self.layers = nn.ModuleList(
             DGNLayer(hidden, config.n_heads, config.head_size, config.dropout, config.dropatt, gates=config.gates,
                      competition=config.competition, relative_bias=config.relative_bias,
-                     activation=config.activation)
+                     activation=config.activation, dropout_twice=config.dgn_dropout == "twice", init=config.init)
             for _ in range(config.n_layers)
         )
         self.final_norm = nn.LayerNorm(hidden)

@@ -107,7 +107,7 @@ class HeadSelectiveParser(nn.Module):
     """Words → head logits e[i, j] (paper equations 1–4) and the head distribution p (equation 5)."""
 
     def __init__(self, vocab_size: int, embedding_size: int, hidden_size: int, n_layers: int, dropout: float,
-                 recompute: bool | str = "auto") -> None:
+                 recompute: bool | str = "auto", init: str = "authors") -> None:
         super().__init__()
         self.dropout = dropout
         self.hidden_size = hidden_size
@@ -116,6 +116,9 @@ class HeadSelectiveParser(nn.Module):
         # [child | parent] halves of one projection of the BiLSTM state.
         self.project = nn.Linear(2 * hidden_size, 2 * hidden_size)
         nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
+        if init == "authors":  # theirs; ``depinduce`` keeps nn.Linear's default (weight and bias ±1/√(2P))
+            nn.init.xavier_uniform_(self.project.weight)
+            nn.init.zeros_(self.project.bias)
 
     def logits(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B, T, T) head logits, row = dependent, column = candidate head; padding columns are −1e9."""

@@ -1,0 +1,50 @@
+"""StructFormer's own dependency decoder: the authors' test-time rule, ties included.
+
+The authors (``test_phrase_grammar.py``) make every word whose height equals the sentence's greatest height a
+root, and give every other word the first position of its largest parent probability.  The shared ``argmax``
+decoder with word heights does the same except at a tie for the greatest height, where it keeps only the first
+of the tied words as the root and attaches the others to their best parents; this decoder keeps them all (the
+result then has several roots, as theirs has).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from depinduce.models.base import OwnDecoder, ParseScores
+
+
+def tied_root_argmax(scores: ParseScores) -> list[int]:
+    """Heads (1-based, 0 = ROOT): 0 for every word at the greatest height, else the first word with the highest
+    parent score in its row of ``scores.heads`` (log P, the diagonal −inf).
+
+    Heights are compared exactly, in the dtype the backend gave them (float32, as the authors').  One case
+    still differs: a row whose every parent probability is below float32's smallest normal number (1.2e-38)
+    reaches the decoder as equal floored scores, and gets the first word other than itself, where the authors'
+    float32 argmax compares the unfloored (possibly zero) values, the word's own zero diagonal included.
+    """
+    if scores.heads is None or scores.heights is None:
+        raise ValueError("structformer-argmax needs head scores and word heights")
+    heights = scores.heights.detach().cpu()
+    n = heights.numel()
+    if scores.heads.shape != (n + 1, n + 1):
+        raise ValueError(f"head scores of shape {tuple(scores.heads.shape)} for {n} words")
+    if n == 0:
+        return []
+    parents = scores.heads.detach().cpu()[1:, 1:].to(torch.float64)
+    if torch.isnan(parents).any():
+        raise ValueError("score matrix contains NaN")
+    parents.fill_diagonal_(float("-inf"))
+    # torch.argmax returns the first maximal index, as numpy's does in the authors' code
+    best = (parents.argmax(dim=1) + 1).tolist() if n > 1 else [0]
+    is_root = (heights == heights.max()).tolist()
+    return [0 if root else head for root, head in zip(is_root, best)]
+
+
+OWN_DECODERS = {
+    "structformer-argmax": OwnDecoder(
+        "the authors' decoder: every word at the greatest height is a root (several at a tie), every other word "
+        "takes its most probable parent; not always a tree",
+        tied_root_argmax,
+    ),
+}
