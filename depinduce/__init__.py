@@ -1,3 +1,28 @@
-"""depinduce: induce syntax from raw text, parse into standard formats, and score parses."""
+"""depinduce: induce syntax from raw text, parse into standard formats, and score parses.
+
+The Python API (``depinduce.load``, ``depinduce.evaluate``, ``depinduce.train``) is imported on first use, so
+``import depinduce`` stays cheap (no torch) for the command line and for scripts that only score.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
+
+_API = ("load", "evaluate", "train", "Parser", "ParsedSentence", "Evaluation", "write")
+_ERRORS = ("DepinduceError", "InputError")
+
+__all__ = ["__version__", *_API, *_ERRORS]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from depinduce import api
+
+        return getattr(api, name)
+    if name in _ERRORS:
+        from depinduce import errors
+
+        return getattr(errors, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -65,30 +65,7 @@ def read_text(path: str, *, pretokenized: bool = False,
         if not line:
             blank.append(lineno)
             continue
-        try:
-            tokens = tokenize_line(line, pretokenized=pretokenized)
-        except ValueError as exc:
-            raise InputError(label, lineno, str(exc)) from exc
-        sent_id = str(lineno)
-        source = conllu.models.TokenList(
-            [
-                conllu.models.Token(
-                    id=i,
-                    form=form,
-                    lemma="_",
-                    upos=None,
-                    xpos=None,
-                    feats=None,
-                    head=None,
-                    deprel=None,
-                    deps=None,
-                    misc=None if space else {"SpaceAfter": "No"},
-                )
-                for i, (form, space) in enumerate(zip(tokens.forms, tokens.space_after), start=1)
-            ],
-            metadata={"sent_id": sent_id, "text": line},
-        )
-        sentences.append(Sentence(words=tokens.forms, sent_id=sent_id, text=line, line=lineno, source=source))
+        sentences.append(text_sentence(line, lineno, pretokenized=pretokenized, label=label))
     if blank and blank[-1] == lineno and raw_line == "":
         blank.pop()  # the final newline ends the last line; it is not a blank line
     if not sentences:
@@ -96,6 +73,62 @@ def read_text(path: str, *, pretokenized: bool = False,
     if blank and on_blank is not None:
         on_blank(blank)
     return sentences
+
+
+def text_sentence(line: str, lineno: int, *, pretokenized: bool = False, label: str = "<input>") -> Sentence:
+    """One line of text (already stripped, not blank) as a sentence, tokenised as ``parse`` tokenises text.
+
+    Shared by :func:`read_text` and the Python API, so a string parsed from a notebook gets exactly the tokens,
+    ``sent_id`` and ``SpaceAfter`` the command line gives the same line of a file."""
+    try:
+        tokens = tokenize_line(line, pretokenized=pretokenized)
+    except ValueError as exc:
+        raise InputError(label, lineno, str(exc)) from exc
+    return tokens_sentence(tokens.forms, tokens.space_after, sent_id=str(lineno), text=line, line=lineno)
+
+
+def tokens_sentence(forms: Sequence[str], space_after: Sequence[bool], *, sent_id: str, text: str,
+                    line: int | None = None) -> Sentence:
+    """A tokenised sentence whose ``source`` is a conllu TokenList with ``SpaceAfter=No`` where the text had no
+    space, so the CoNLL-U writer reproduces ``# text`` exactly."""
+    source = conllu.models.TokenList(
+        [
+            conllu.models.Token(
+                id=i,
+                form=form,
+                lemma="_",
+                upos=None,
+                xpos=None,
+                feats=None,
+                head=None,
+                deprel=None,
+                deps=None,
+                misc=None if space else {"SpaceAfter": "No"},
+            )
+            for i, (form, space) in enumerate(zip(forms, space_after), start=1)
+        ],
+        metadata={"sent_id": sent_id, "text": text},
+    )
+    return Sentence(words=list(forms), sent_id=sent_id, text=text, line=line, source=source)
+
+
+def check_whole_sentence_input(backend: Backend, sentences: Sequence[Sentence], label: str) -> None:
+    """A backend that reads UPOS with the words (RNGTr) needs a tag on every token: refuse the first without."""
+    if not backend.capabilities.whole_sentences:
+        return
+    for sentence in sentences:
+        tags = sentence.upos or ["_"] * len(sentence.words)
+        missing = next((k for k, tag in enumerate(tags) if tag in ("_", "")), None)
+        if missing is not None:
+            raise InputError(label, sentence.line, f"token {missing + 1} ({sentence.words[missing]!r}) of the "
+                                                   f"sentence starting here has no UPOS ('_'); model "
+                                                   f"'{backend.name}' reads UPOS from the input")
+
+
+def needs_conllu_message(backend: Backend) -> str:
+    """Why text input is refused for a backend that reads UPOS tags (the CLI and the API say the same)."""
+    return (f"model '{backend.name}' reads UPOS tags with the words: give CoNLL-U input "
+            "(--input-format conllu)")
 
 
 def describe_blank_lines(label: str, lines: Sequence[int]) -> str:

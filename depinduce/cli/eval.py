@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 from depinduce.cli.common import stdout_console
 
-from depinduce.io import read_sentences
-from depinduce.metrics import evaluate, render_table
+from depinduce.api.scoring import evaluate
+from depinduce.metrics import render_table
 
 
 @click.command("eval")
@@ -24,11 +24,9 @@ from depinduce.metrics import evaluate, render_table
 def eval_command(gold_path: str, pred_path: str, keep_punct: bool, punct_rule: str, max_length: int | None,
                  by_length: bool, as_json: bool) -> None:
     """Score PRED against GOLD: DDA/UAS, UDA/UUAS, LAS, root accuracy, well-formedness, UF1."""
-    gold = read_sentences(gold_path, check_trees=True)
-    pred = read_sentences(pred_path, check_trees=False)
-    result = evaluate(gold, pred, keep_punct=keep_punct, max_length=max_length, punct_rule=punct_rule,
-                      gold_path=gold_path, pred_path=pred_path)
+    # the one implementation, shared with the Python API (depinduce.evaluate); only the printing is here
+    evaluation = evaluate(gold_path, pred_path, keep_punct=keep_punct, max_length=max_length, punct_rule=punct_rule)
     if as_json:
-        click.echo(result.to_json())
+        click.echo(evaluation.to_json())
     else:
-        render_table(result, stdout_console(), by_length=by_length)
+        render_table(evaluation.result, stdout_console(), by_length=by_length)

@@ -6,14 +6,15 @@ import sys
 
 import click
 
-from depinduce.errors import DepinduceError, InputError
+from depinduce.errors import DepinduceError
 from depinduce.io import read_sentences, write_sentences
 from depinduce.io.initial_graphs import read_initial_parse
 from depinduce.io.lines import display_name
 from depinduce.models.bundled import default_model_choice
 from depinduce.models.registry import load_model
 from depinduce.parsing import (
-    DEFAULT_MAX_WORDS, OUTPUT_FORMATS, ParseRequest, check_refines, check_request, describe_blank_lines, parse, read_text,
+    DEFAULT_MAX_WORDS, OUTPUT_FORMATS, ParseRequest, check_refines, check_request, check_whole_sentence_input,
+    describe_blank_lines, needs_conllu_message, parse, read_text,
 )
 from depinduce.cli.decoders import DecoderOption
 
@@ -79,23 +80,14 @@ def parse_command(model: str | None, input_path: str, fmt: str, full_ud: bool, d
                            source=display_name(input_path))
     check_request(backend, request)
     if backend.capabilities.whole_sentences and input_format != "conllu":
-        raise DepinduceError(f"model '{backend.name}' reads UPOS tags with the words: give CoNLL-U input "
-                             "(--input-format conllu)")
+        raise DepinduceError(needs_conllu_message(backend))
     if input_format == "text":
         label = "<stdin>" if input_path == "-" else input_path
         sentences = read_text(input_path, pretokenized=tokenized,
                               on_blank=lambda lines: click.echo(describe_blank_lines(label, lines), err=True))
     else:
         sentences = read_sentences(input_path, fmt="conllu")
-    if backend.capabilities.whole_sentences:
-        label = "<stdin>" if input_path == "-" else input_path
-        for sentence in sentences:
-            tags = sentence.upos or ["_"] * len(sentence.words)
-            missing = next((k for k, tag in enumerate(tags) if tag in ("_", "")), None)
-            if missing is not None:
-                raise InputError(label, sentence.line, f"token {missing + 1} ({sentence.words[missing]!r}) of the "
-                                                       f"sentence starting here has no UPOS ('_'); model "
-                                                       f"'{backend.name}' reads UPOS from the input")
+    check_whole_sentence_input(backend, sentences, "<stdin>" if input_path == "-" else input_path)
     graphs = None
     if init is not None and init.lower() not in ("syntr", "empty"):
         graphs = read_initial_parse(init, sentences)

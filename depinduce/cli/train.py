@@ -1,4 +1,4 @@
-"""``depinduce train``: options in, :func:`depinduce.training.engine.train` out.
+"""``depinduce train``: options in, :func:`depinduce.api.train` (the training engine) out.
 
 The same command trains on one process or, launched by ``torchrun --nproc_per_node N``, with DDP on N ranks.
 Errors are :class:`~depinduce.errors.DepinduceError` and become one line on stderr (exit code 2).
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from depinduce.training.engine import TrainOptions, train
+from depinduce.api.training import train
 
 
 @click.command("train")
@@ -52,12 +52,7 @@ def train_command(model: str | None, data_dir: Path | None, run_dir: Path | None
                   init_train: Path | None, init_dev: Path | None, warm_start: Path | None,
                   encoder_path: Path | None, quiet: bool, force: bool) -> None:
     """Train a neural backend on a preprocessed data folder."""
-    # recorded in config.yaml as train.init_train/init_dev/warm_start (absolute paths), so a run says what it read
-    for key, path in (("init_train", init_train), ("init_dev", init_dev), ("warm_start", warm_start)):
-        if path is not None:
-            overrides = (*overrides, f"train.{key}={path.resolve()}")
-    if encoder_path is not None:
-        overrides = (*overrides, f"model_config.encoder_path={encoder_path.resolve()}")
-    train(TrainOptions(data_dir=data_dir, run_dir=run_dir, model=model, recipe=None if recipe is None else Path(recipe), overrides=overrides,
-                       device=device, threads=threads, seed=seed, resume=resume, max_time=max_time, quiet=quiet,
-                       force=force))
+    # the one implementation, shared with the Python API (depinduce.train)
+    train(model, data_dir, run_dir, recipe, settings=overrides, device=device, threads=threads, seed=seed,
+          resume=resume, max_time=max_time, init_train=init_train, init_dev=init_dev, warm_start=warm_start,
+          encoder_path=encoder_path, quiet=quiet, force=force)

@@ -108,3 +108,13 @@ def result_renderable(result: EvalResult, *, by_length: bool = False) -> Rendera
 def render_table(result: EvalResult, console: Console, *, by_length: bool = False) -> None:
     """Print the human-readable report of ``result`` to ``console`` (the CLI's non-JSON output)."""
     console.print(result_renderable(result, by_length=by_length))
+
+
+def report_text(result: EvalResult, *, by_length: bool = False, width: int = 160) -> str:
+    """The human-readable report as plain text: what the CLI prints when its stdout is not a terminal (a rich
+    console ``width`` wide, soft-wrapped, without colour), for callers that want a string, not a console."""
+    import io
+
+    stream = io.StringIO()
+    render_table(result, Console(file=stream, soft_wrap=True, width=width), by_length=by_length)
+    return stream.getvalue()

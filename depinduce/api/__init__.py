@@ -1,0 +1,32 @@
+"""The Python API: the same ``parse``, ``eval`` and ``train`` as the command line, for notebooks and scripts.
+
+Each function here is the one implementation its command uses (or shares every step with), so a number from a
+notebook is the number the CLI prints.  Errors are :class:`~depinduce.errors.DepinduceError` with the CLI's
+one-line message, never ``SystemExit``; nothing is written to stdout (progress, when asked for, goes to stderr).
+
+Submodules are imported on first use: ``evaluate`` never imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    "load": "depinduce.api.parser",
+    "Parser": "depinduce.api.parser",
+    "ParsedSentence": "depinduce.api.parser",
+    "write": "depinduce.api.parser",
+    "evaluate": "depinduce.api.scoring",
+    "Evaluation": "depinduce.api.scoring",
+    "train": "depinduce.api.training",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
