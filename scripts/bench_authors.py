@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_train  # noqa: E402
-from bench_train import bucketed_batches, parse_sets, random_batch, sentence_lengths  # noqa: E402
+from bench_train import bucketed_batches, chosen_configs, parse_sets, random_batch, sentence_lengths  # noqa: E402
 from cpu_info import cpu_description  # noqa: E402
 
 VOCAB_SIZE = 10_000
@@ -190,10 +190,7 @@ def main() -> None:
         print(json.dumps(result))
         return
     table = CONFIGS[args.model]
-    names = args.configs or list(table)
-    unknown = [name for name in names if name not in table]
-    if unknown:
-        sys.exit(f"unknown configuration(s) {unknown} for {args.model}; known: {sorted(table)}")
+    names = chosen_configs(args.model, args.configs)
     shared_overrides = parse_sets(args.set)
     ours_overrides = parse_sets(args.depinduce_set)
     for name in names:

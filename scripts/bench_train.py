@@ -157,6 +157,16 @@ def parse_sets(items: list[str]) -> dict[str, object]:
     return values
 
 
+def chosen_configs(model: str, names: list[str] | None) -> list[str]:
+    """The configurations named on the command line (all of the model's when none), or exit naming the unknown."""
+    table = CONFIGS[model]
+    chosen = names or list(table)
+    unknown = [name for name in chosen if name not in table]
+    if unknown:
+        sys.exit(f"unknown configuration(s) {unknown} for {model}; known: {sorted(table)}")
+    return chosen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=sorted(CONFIGS), default="structformer")
@@ -175,10 +185,7 @@ def main() -> None:
                                 args.batch_tokens, args.seed)))
         return
     table = CONFIGS[args.model]
-    names = args.configs or list(table)
-    unknown = [name for name in names if name not in table]
-    if unknown:
-        sys.exit(f"unknown configuration(s) {unknown} for {args.model}; known: {sorted(table)}")
+    names = chosen_configs(args.model, args.configs)
     for name in names:
         model_config = {**table[name], **parse_sets(args.set)}
         command = [sys.executable, __file__, "--model", args.model, "--worker", json.dumps(model_config),
