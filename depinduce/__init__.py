@@ -11,7 +11,8 @@ from typing import Any
 __version__ = "0.1.0"
 
 _API = ("load", "evaluate", "train", "Parser", "ParsedSentence", "Evaluation", "write")
-_ERRORS = ("DepinduceError", "InputError")
+_ERRORS = ("DepinduceError", "InputError", "UsageError", "RecipeError", "NotFoundError", "ModelError",
+           "RunDirectoryError", "ResourceError")
 
 __all__ = ["__version__", *_API, *_ERRORS]
 

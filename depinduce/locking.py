@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from depinduce.errors import DepinduceError
+from depinduce.errors import ResourceError, RunDirectoryError, UsageError
 
 try:
     import fcntl
@@ -32,7 +32,7 @@ def make_parent(target: Path, shown: str | os.PathLike[str] | None = None) -> No
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         reason = "a file is in the way" if isinstance(exc, (FileExistsError, NotADirectoryError)) else exc.strerror
-        raise DepinduceError(f"{shown or target}: cannot create the output folder ({reason or exc})") from None
+        raise ResourceError(f"{shown or target}: cannot create the output folder ({reason or exc})") from None
 
 
 @contextmanager
@@ -48,14 +48,14 @@ def exclusive(target: str | os.PathLike[str], command: str) -> Iterator[None]:
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
-        raise DepinduceError(f"{shown}: cannot create its lock file {lock_path} ({exc.strerror})") from None
+        raise ResourceError(f"{shown}: cannot create its lock file {lock_path} ({exc.strerror})") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
-            raise DepinduceError(f"{shown} is in use by {holder}; wait for it to end or choose another output "
-                                 "folder") from None
+            raise RunDirectoryError(f"{shown} is in use by {holder}; wait for it to end or choose another output "
+                                    "folder") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"process {os.getpid()} (depinduce {command})\n".encode(), 0)
         try:
@@ -75,10 +75,10 @@ def check_force_target(target: str | os.PathLike[str], inputs: list[str | os.Pat
     out = absolute(target)
     cwd = absolute(os.getcwd())
     if out == cwd or out in cwd.parents:
-        raise DepinduceError(f"{target}: refusing to replace a folder that holds the current folder ({option} .)")
+        raise UsageError(f"{target}: refusing to replace a folder that holds the current folder ({option} .)")
     for item in inputs:
         path = absolute(item)
         if path == out or out in path.parents:
-            raise DepinduceError(f"{target}: refusing to replace it: it holds the input {item}")
+            raise UsageError(f"{target}: refusing to replace it: it holds the input {item}")
         if path in out.parents:
-            raise DepinduceError(f"{target}: refusing to write inside the input {item}")
+            raise UsageError(f"{target}: refusing to write inside the input {item}")

@@ -26,9 +26,9 @@ import torch
 from tqdm import tqdm
 
 from depinduce.data.punct import sentence_punct_mask
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.data.tokenize import tokenize_line
-from depinduce.errors import DepinduceError, InputError
+from depinduce.errors import InputError, ModelError, UsageError
 from depinduce.io.initial_graphs import InitialGraph
 from depinduce.io.lines import display_name
 from depinduce.io.lines import read_text as read_lines_text
@@ -42,9 +42,11 @@ from depinduce.structures.spans import (
     spans_to_tree,
 )
 
-OUTPUT_FORMATS = ("conllu", "conllx", "brackets", "jsonl")
+OUTPUT_FORMATS = ("conllu", "conllx", "brackets", "jsonl", "html", "svg")
 DEFAULT_MAX_WORDS = 1000
 DEPENDENCY_FORMATS = ("conllu", "conllx")
+# Pictures draw the heads and, where the model induces one, its own tree (never one derived from the heads).
+PICTURE_FORMATS = ("html", "svg")
 
 
 def read_text(path: str, *, pretokenized: bool = False,
@@ -187,24 +189,24 @@ def check_request(backend: Backend, request: ParseRequest) -> None:
     """Refuse impossible combinations before any work is done."""
     caps = backend.capabilities
     if request.decoder not in decoders_for(backend):
-        raise DepinduceError(f"decoder '{request.decoder}' does not apply to model '{backend.name}'; choose one of "
-                             f"{', '.join(decoders_for(backend))} (`depinduce models` lists each backend's own)")
+        raise UsageError(f"decoder '{request.decoder}' does not apply to model '{backend.name}'; choose one of "
+                         f"{', '.join(decoders_for(backend))} (`depinduce models` lists each backend's own)")
     if request.fmt not in OUTPUT_FORMATS:
-        raise DepinduceError(f"unknown output format '{request.fmt}'; choose one of {', '.join(OUTPUT_FORMATS)}")
+        raise UsageError(f"unknown output format '{request.fmt}'; choose one of {', '.join(OUTPUT_FORMATS)}")
     if request.fmt in DEPENDENCY_FORMATS and not caps.dependency:
-        raise DepinduceError(
+        raise ModelError(
             f"model '{backend.name}' induces constituency only and cannot write {request.fmt}; "
             "use --format brackets (or jsonl)"
         )
     if not (caps.dependency or caps.constituency):
-        raise DepinduceError(f"model '{backend.name}' produces neither dependencies nor constituency")
+        raise ModelError(f"model '{backend.name}' produces neither dependencies nor constituency")
 
 
 def check_refines(backend: Backend) -> None:
     """Initial graphs (``--init``) are for refining backends only."""
     if not backend.capabilities.refines:
-        raise DepinduceError(f"model '{backend.name}' does not refine a graph; --init applies to refining "
-                             "backends (rngtr)")
+        raise ModelError(f"model '{backend.name}' does not refine a graph; --init applies to refining "
+                         "backends (rngtr)")
 
 
 def _full_tree(sentence: Sentence, hidden: Sequence[bool], visible: list[str], scores: ParseScores):
@@ -222,7 +224,7 @@ def _full_tree(sentence: Sentence, hidden: Sequence[bool], visible: list[str], s
         ]
         return spans_to_tree(sentence.words, spans)
     if sentence.heads is None:
-        raise DepinduceError(f"model produced neither distances nor heads for sentence {sentence.sent_id}")
+        raise ModelError(f"model produced neither distances nor heads for sentence {sentence.sent_id}")
     return spans_to_tree(sentence.words, subtree_spans(sentence.heads))
 
 
@@ -232,6 +234,15 @@ def _labels(scores: ParseScores, heads: Sequence[int]) -> list[str]:
     rows = torch.arange(1, len(heads) + 1)
     best = scores.labels[rows, torch.as_tensor(heads, dtype=torch.long)].argmax(dim=-1).tolist()
     return [scores.label_names[k] for k in best]
+
+
+def visible_sentence(sentence: Sentence, hidden: Sequence[bool]) -> Sentence:
+    """The tokens the model sees, with their UPOS/XPOS, for a backend that reads tags (``reads_tags``)."""
+    def cut(values: Sequence[str] | None) -> list[str] | None:
+        return None if values is None else [v for v, h in zip(values, hidden) if not h]
+
+    return Sentence(words=cut(sentence.words) or [], upos=cut(sentence.upos), xpos=cut(sentence.xpos),
+                    sent_id=sentence.sent_id, line=sentence.line)
 
 
 def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest,
@@ -258,11 +269,14 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest,
         if whole:
             results = backend.parse_sentences([sentences[k] for k in nonempty],
                                               None if init is None else [init[k] for k in nonempty])
+        elif backend.capabilities.reads_tags:  # the visible tokens with their tags (the DMV)
+            results = backend.parse_sentences([visible_sentence(sentences[k], hidden[k]) for k in nonempty])
         else:
             results = backend.parse_scores([visible[k] for k in nonempty])
         scores = dict(zip(nonempty, results))
     want_heads = request.fmt != "brackets" or not backend.capabilities.constituency
-    want_tree = request.fmt in ("brackets", "jsonl")
+    want_tree = request.fmt in ("brackets", "jsonl") or (request.fmt in PICTURE_FORMATS
+                                                         and backend.capabilities.constituency)
     if want_heads and backend.capabilities.dependency:
         fixed = {k: list(scores[k].fixed_heads) for k in nonempty if scores[k].fixed_heads is not None}
         with_heads = [k for k in nonempty if scores[k].heads is not None and k not in fixed]
@@ -304,7 +318,7 @@ def parse(
     if init is not None:
         check_refines(backend)
         if len(init) != len(sentences):
-            raise DepinduceError(f"{len(init)} initial graphs for {len(sentences)} sentences")
+            raise UsageError(f"{len(init)} initial graphs for {len(sentences)} sentences")
     bar = tqdm(total=len(sentences), unit="sent", file=sys.stderr, disable=None if progress else True, leave=False)
     try:
         for start in range(0, len(sentences), request.batch_size):

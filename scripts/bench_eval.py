@@ -22,7 +22,7 @@ from nltk import Tree
 from rich.console import Console
 
 from depinduce.data.punct import is_punct_tag
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.metrics import evaluate, render_table
 from depinduce.structures.spans import binary_tree_from_distances
 

@@ -13,10 +13,10 @@ from click.testing import CliRunner
 
 from depinduce.cli.main import cli
 from depinduce.data.punct import sentence_punct_mask
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.errors import DepinduceError
 from depinduce.io import read_sentences
-from depinduce.metrics.channels import AVERAGE, analyze_channels
+from depinduce.analysis.channels import AVERAGE, analyze_channels
 from depinduce.models.base import Capabilities, ParseScores
 from depinduce.structures.dependency import reattach
 from training_support import REPO, make_data

@@ -12,9 +12,9 @@ import pytest
 import torch
 import yaml
 
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.data.vocab import Vocab
-from depinduce.metrics.heads import correlate, edge_features, pearson_columns, visible_edges
+from depinduce.analysis.heads import correlate, edge_features, pearson_columns, visible_edges
 from depinduce.models.udgn import UDGN, UDGNConfig
 
 TINY = {"hidden_size": 16, "n_layers": 2, "n_heads": 3, "head_size": 4, "parser_layers": 1, "parser_hidden_size": 8}

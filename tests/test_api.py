@@ -16,7 +16,7 @@ from click.testing import CliRunner
 import depinduce
 from depinduce.cli.main import cli
 from depinduce.io import read_sentences
-from training_support import make_data, one_thread, tiny_plugin  # noqa: F401 (fixtures)
+from training_support import make_data, make_ud_data, one_thread, tiny_plugin  # noqa: F401 (fixtures)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -126,6 +126,137 @@ def test_parse_streams_and_leaves_its_input_alone(ptb: Path) -> None:
     assert first.to_brackets() == "(Dogs bark .)"
     list(parser.parse(gold))
     assert [s.heads for s in gold] == heads
+
+
+# ---------------------------------------------------------------------------- every trained backend, as the CLI
+
+# Tiny networks (the sizes each backend's own tests use), trained one epoch on a slice of the PTB sample's training
+# text: enough for real, non-uniform scores; the point is that the API and the CLI give the same bytes.
+TINY_BACKENDS = {
+    "structformer": {"hidden_size": 16, "n_layers": 2, "n_heads": 4, "ff_size": 32, "conv_size": 3,
+                     "max_positions": 256},
+    "udgn": {"hidden_size": 16, "n_layers": 2, "n_heads": 4, "head_size": 6, "parser_layers": 2,
+             "parser_hidden_size": 8},
+    "prpn": {"emb_size": 12, "hidden_size": 16, "n_layers": 2, "n_slots": 4, "lookback": 2},
+    "probformer": {"d": 8, "n_channels": 3, "n_iter": 2, "rank": 4, "distance_threshold": 1},
+}
+
+
+def _head(path: Path, target: Path, lines: int | None = None, blocks: int | None = None) -> None:
+    text = path.read_text(encoding="utf-8")
+    if lines is not None:
+        text = "".join(line + "\n" for line in text.splitlines()[:lines])
+    if blocks is not None:
+        text = "".join(block.strip("\n") + "\n\n" for block in text.split("\n\n")[:blocks] if block.strip())
+    target.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def ptb_slice(ptb: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The preprocessed PTB sample with its training text cut to 200 sentences and dev to 30."""
+    out = tmp_path_factory.mktemp("api-slice") / "ptb"
+    out.mkdir()
+    for name in ("vocab.json", "manifest.json"):
+        (out / name).write_bytes((ptb / name).read_bytes())
+    _head(ptb / "train.txt", out / "train.txt", lines=200)
+    _head(ptb / "dev.txt", out / "dev.txt", lines=30)
+    _head(ptb / "dev.conllu", out / "dev.conllu", blocks=30)
+    _head(ptb / "dev.trees", out / "dev.trees", lines=30)
+    return out
+
+
+@pytest.fixture(scope="module")
+def trained_runs(ptb_slice: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One tiny run per unsupervised backend, trained through ``depinduce.train`` with its CPU recipe."""
+    import torch
+
+    torch.set_num_threads(1)
+    folder = tmp_path_factory.mktemp("api-runs")
+    return {name: depinduce.train(model=name, data=ptb_slice, out=folder / name, quiet=True, threads=1, seed=1,
+                                  epochs=1, batch_tokens=400, eval_every=0, max_time=None, model_config=config)
+            for name, config in TINY_BACKENDS.items()}
+
+
+@pytest.mark.parametrize("name", sorted(TINY_BACKENDS))
+def test_trained_backends_parse_and_score_as_the_cli(ptb: Path, trained_runs: dict[str, Path], tmp_path: Path,
+                                                     name: str, capsys) -> None:
+    run = trained_runs[name]
+    test = ptb / "test.conllu"
+    parser = depinduce.load(run)
+    assert parser.name == name
+    formats = ("brackets",) if name == "prpn" else ("conllu", "brackets")  # PRPN induces constituency only
+    for fmt in formats:
+        expected = cli_stdout("parse", "--model", str(run), "--input-format", "conllu", "--format", fmt, "--quiet",
+                              str(test))
+        assert written(parser.parse_file(test, input_format="conllu"), fmt) == expected, fmt
+        pred = tmp_path / f"pred.{fmt}"
+        pred.write_text(expected, encoding="utf-8")
+        gold = test if fmt == "conllu" else ptb / "test.trees"
+        result = depinduce.evaluate(gold, pred)
+        assert json.loads(cli_stdout("eval", "--gold", str(gold), "--pred", str(pred), "--json")) == result.as_dict()
+    if name != "prpn":  # another decoder, from text lines, in the model's own batches
+        lines = (ptb / "test.txt").read_text(encoding="utf-8").splitlines()[:70]
+        sample = tmp_path / "sample.txt"
+        sample.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        expected = cli_stdout("parse", "--model", str(run), "--decoder", "eisner", "--batch-size", "16", "--quiet",
+                              str(sample))
+        assert "".join(s.to_conllu() for s in parser.parse(lines, decoder="eisner", batch_size=16)) == expected
+        scores = {s.to_conllu() for s in parser.parse(lines[:5])}
+        assert len(scores) == 5  # real parses, one per sentence
+    assert capsys.readouterr().out == ""
+
+
+@pytest.fixture(scope="module")
+def rngtr_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A tiny RNGTr (a refining, supervised backend that reads UPOS) trained through the API: (data, run)."""
+    import torch
+
+    torch.set_num_threads(1)
+    folder = tmp_path_factory.mktemp("api-rngtr")
+    data = make_ud_data(folder / "data", n_train=80, n_dev=20)
+    run = depinduce.train(model="rngtr", data=data, out=folder / "run", quiet=True, threads=1, epochs=2,
+                          batch_tokens=300, lr=1e-2, warmup_steps=5, max_time=None,
+                          model_config={"hidden_size": 32, "n_layers": 2, "n_heads": 4, "ff_size": 64,
+                                        "arc_mlp_size": 32, "label_mlp_size": 16, "iterations": 2})
+    return data, run
+
+
+def test_rngtr_parses_and_refines_as_the_cli(rngtr_run: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    data, run = rngtr_run
+    dev = data / "dev.conllu"
+    parser = depinduce.load(run)
+    expected = cli_stdout("parse", "--model", str(run), "--input-format", "conllu", "--quiet", str(dev))
+    assert written(parser.parse_file(dev, input_format="conllu")) == expected
+    assert written(parser.parse(read_sentences(dev, fmt="conllu"), init="synTr")) == expected
+    assert written(depinduce.load(run, iterations=1).parse_file(dev, input_format="conllu")) == cli_stdout(
+        "parse", "--model", str(run), "--input-format", "conllu", "--iterations", "1", "--quiet", str(dev))
+    # refining another parser's output: a file (as --init FILE) or that parser's sentences in memory
+    start = list(depinduce.load("right-branching").parse_file(dev, input_format="conllu"))
+    init = tmp_path / "init.conllu"
+    depinduce.write(start, init)
+    refined = cli_stdout("parse", "--model", str(run), "--input-format", "conllu", "--init", str(init), "--quiet",
+                         str(dev))
+    assert refined != expected  # the initial graph reaches the model
+    assert written(parser.parse_file(dev, input_format="conllu", init=init)) == refined
+    assert written(parser.parse(read_sentences(dev, fmt="conllu"), init=start, batch_size=7)) == refined
+    assert written(parser.parse_file(dev, input_format="conllu", init=start)) == refined
+    assert written(parser.parse(read_sentences(dev, fmt="conllu"), init=init)) == refined
+    # the graphs must be for these sentences, and the model must read tags
+    with pytest.raises(depinduce.InputError, match=r"<init>: ends before input sentence 20"):
+        list(parser.parse(read_sentences(dev, fmt="conllu"), init=start[:19]))
+    with pytest.raises(depinduce.InputError, match=r"<init>: holds more sentences than the input's 19"):
+        list(parser.parse(read_sentences(dev, fmt="conllu")[:19], init=start))
+    with pytest.raises(depinduce.InputError, match=r"<init>: sentence 2 differs from the input at token 1"):
+        list(parser.parse(read_sentences(dev, fmt="conllu")[:3], init=[start[0], start[2], start[1]]))
+    message = cli_error("parse", "--model", str(run), str(data / "dev.txt"))
+    with pytest.raises(depinduce.UsageError) as raised:
+        list(parser.parse(["Dogs bark ."]))
+    assert str(raised.value) == message
+    with pytest.raises(depinduce.ModelError) as raised:
+        depinduce.load("right-branching").parse_file(dev, input_format="conllu", init=init)
+    assert str(raised.value) == cli_error("parse", "--model", "right-branching", "--input-format", "conllu",
+                                          "--init", str(init), str(dev))
+    assert capsys.readouterr().out == ""
 
 
 # ------------------------------------------------------------------------------------------------ evaluate

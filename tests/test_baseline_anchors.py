@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from depinduce.data.punct import is_punct_tag
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.metrics import EvalResult, evaluate
 from depinduce.structures.spans import binary_tree_from_distances
 

@@ -9,7 +9,7 @@ import pytest
 from nltk import Tree
 from rich.console import Console
 
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.errors import DepinduceError, InputError
 from depinduce.metrics import evaluate, render_table
 from depinduce.metrics.evaluate import length_bucket, model_view

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nltk import Tree
 
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.errors import DepinduceError, InputError
 from depinduce.io import parse_brackets_text, read_sentences, tree_to_brackets, write_sentences
 

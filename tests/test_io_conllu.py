@@ -12,7 +12,7 @@ from conllu.models import TokenList
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.io import format_conllu, parse_conllu_text, read_sentences, write_sentences
 from depinduce.io.conllu_format import space_after_from_text
 

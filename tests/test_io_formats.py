@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from nltk import Tree
 
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.errors import DepinduceError, InputError
 from depinduce.io import (
     detect_format,

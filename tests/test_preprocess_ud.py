@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from depinduce.cli.preprocess import preprocess
-from depinduce.data.ud import find_treebank_files, split_of
-from depinduce.errors import DepinduceError, InputError
+from depinduce.data.ud import check_training_view, find_treebank_files, language_of, split_of
+from depinduce.errors import DepinduceError, InputError, UsageError
 from depinduce.io import read_sentences
 
 CONLLU_OK = """# sent_id = a1
@@ -105,8 +105,13 @@ def test_split_files_by_name(tmp_path: Path) -> None:
     assert find_treebank_files([train, dev]) == {"train": train, "dev": dev}
     assert split_of(Path("en_ewt-ud-test.conllu")) == "test"
     assert split_of(Path("contest.conllu")) is None
-    with pytest.raises(DepinduceError, match="no training split"):
-        find_treebank_files([dev])
+    assert find_treebank_files([dev]) == {"dev": dev}
+    with pytest.raises(UsageError, match=r"no training split .*--extra-text FILE.*--train-on dev,test"):
+        check_training_view({"dev": dev}, (), ())
+    check_training_view({"dev": dev}, ("dev",), ())
+    check_training_view({"dev": dev}, (), ("more.txt",))
+    with pytest.raises(UsageError, match="--train-on test: the treebank has no test split"):
+        check_training_view({"dev": dev}, ("test",), ())
     other = tmp_path / "sub"
     other.mkdir()
     (other / "b-train.conllu").write_text(CONLLU_OK)
@@ -114,6 +119,24 @@ def test_split_files_by_name(tmp_path: Path) -> None:
         find_treebank_files([train, other])
     with pytest.raises(DepinduceError, match="cannot tell the split"):
         find_treebank_files([tmp_path / "mine-train.conllu", _write(tmp_path / "data.conllu", CONLLU_OK)])
+
+
+def test_train_on_joins_a_treebank_that_has_a_train_split(tmp_path: Path) -> None:
+    """With a train split, --train-on appends the named split's text after it (train.conllu stays the treebank's)."""
+    train = _write(tmp_path / "t-ud-train.conllu", CONLLU_OK)
+    dev = _write(tmp_path / "t-ud-dev.conllu", CONLLU_OK.replace("world", "there").replace("a1", "b1"))
+    out = tmp_path / "out"
+    result = run("--treebank", str(train), "--treebank", str(dev), "--train-on", "dev", "--out", str(out),
+                 "--min-freq", "1")
+    assert result.exit_code == 0, result.output
+    assert (out / "train.txt").read_text() == "hello world\nhello there\n"
+    assert len(read_sentences(out / "train.conllu", "conllu")) == 1
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["training_view"] == {"treebank_train": True, "train_on": ["dev"], "extra_text": [],
+                                         "transductive": True, "extra_text_pretokenized": False}
+    assert manifest["splits"]["train"]["train_on_sentences"] == 1
+    assert language_of({"dev": Path("de_gsd-ud-dev.conllu")}) == "de"
+    assert language_of({"train": train}) is None
 
 
 def _write(path: Path, text: str | bytes) -> Path:

@@ -561,7 +561,7 @@ def test_nary_tree_splits_at_every_tied_maximum() -> None:
 
 
 def test_tree_ties_switch_reaches_parse_brackets(monkeypatch: pytest.MonkeyPatch) -> None:
-    from depinduce.data.sentence import Sentence
+    from depinduce.structures.sentence import Sentence
     from depinduce.parsing import ParseRequest, parse
     from depinduce.structures.spans import labelled_spans
 

@@ -129,6 +129,49 @@ def test_max_time_stops_cleanly_with_an_evaluation_and_a_checkpoint(tmp_path: Pa
     assert resumed.step > result.step
 
 
+def test_max_tokens_stops_at_the_first_step_that_reaches_the_budget_over_the_whole_run(
+        tmp_path: Path, tiny_plugin: Path, one_thread) -> None:
+    data = make_data(tmp_path / "data", n_train=120, n_dev=10, gold_dev=False)
+    run = tmp_path / "run"
+    train_words = sum(len(line.split()) for line in (data / "train.txt").read_text().splitlines())
+    budget = train_words + train_words // 2  # one and a half epochs
+    result = train(TrainOptions(data_dir=data, run_dir=run, model="tiny-mlm", quiet=True, max_tokens=budget,
+                                overrides=("epochs=20", "batch_tokens=100", "eval_every=5")), log=_quiet)
+    assert result.reason == "max_tokens" and result.epoch == 1
+    records = _metrics(run)
+    seen = [r["tokens_seen"] for r in records]
+    assert seen == sorted(seen) and seen[-1] >= budget and records[-1]["step"] == result.step
+    # the epoch's end was evaluated with exactly one epoch of words; the budget fell in the second epoch
+    assert train_words in seen
+    state = torch.load(run / "last.pt", weights_only=True)
+    assert state["progress"]["tokens_seen"] == seen[-1]
+    before_last = seen[-1] - max(r["train_tokens"] for r in records if r["step"] == result.step)
+    assert before_last < budget  # it stopped at the first step that reached the budget
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["runs"][-1]["outcome"]["reason"] == "max_tokens"
+    # the budget is the run's, not the invocation's: resuming with it does nothing, a larger one continues
+    again = train(TrainOptions(data_dir=data, run_dir=run, resume=True, quiet=True, max_tokens=budget), log=_quiet)
+    assert again.reason == "max_tokens" and again.step == result.step
+    more = train(TrainOptions(data_dir=data, run_dir=run, resume=True, quiet=True, max_tokens=2 * train_words),
+                 log=_quiet)
+    assert more.reason == "max_tokens" and more.step > result.step
+    assert 2 * train_words <= _metrics(run)[-1]["tokens_seen"] < 2 * train_words + 100
+
+
+def test_max_tokens_option_reads_suffixes_and_refuses_nonsense(tmp_path: Path) -> None:
+    from depinduce.api.training import parse_token_count
+    from depinduce.errors import UsageError
+
+    assert [parse_token_count(v) for v in ("2500000", "2.5M", "500k", "1,000", "3G", 7, None)] == [
+        2_500_000, 2_500_000, 500_000, 1000, 3_000_000_000, 7, None]
+    for bad in ("0", "-5", "lots", "2.5X", "inf", "nan", 0):
+        with pytest.raises(UsageError, match="--max-tokens"):
+            parse_token_count(bad)
+    result = CliRunner().invoke(__import__("depinduce.cli.main", fromlist=["cli"]).cli,
+                                ["train", "--model", "tiny-mlm", "--max-tokens", "many", "--data", str(tmp_path)])
+    assert result.exit_code == 2 and "--max-tokens 'many'" in result.stderr
+
+
 def test_sigterm_stops_at_the_next_step_and_saves(tmp_path: Path, tiny_plugin: Path, one_thread) -> None:
     data = make_data(tmp_path / "data", n_train=80, n_dev=10, gold_dev=False)
     run = tmp_path / "run"

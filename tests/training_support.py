@@ -19,7 +19,7 @@ import pytest
 import torch
 from torch import nn
 
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.data.vocab import Vocab
 from depinduce.io import format_conllu
 from depinduce.models.base import Capabilities, ParseScores

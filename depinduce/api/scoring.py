@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import Any, Union
 
-from depinduce.data.sentence import Sentence
-from depinduce.errors import DepinduceError
+from depinduce.structures.sentence import Sentence
+from depinduce.errors import UsageError
 from depinduce.io import read_sentences
 from depinduce.metrics import EvalResult
 from depinduce.metrics import evaluate as score
@@ -67,8 +67,8 @@ def _sentences(corpus: Corpus, *, check_trees: bool, role: str) -> tuple[list[Se
     for number, item in enumerate(corpus, start=1):
         sentence = getattr(item, "sentence", item)  # a ParsedSentence carries the pipeline's record
         if not isinstance(sentence, Sentence):
-            raise DepinduceError(f"{role}: item {number} is a {type(item).__name__}; give a file path or "
-                                 "depinduce sentences (e.g. what Parser.parse yields)")
+            raise UsageError(f"{role}: item {number} is a {type(item).__name__}; give a file path or "
+                             "depinduce sentences (e.g. what Parser.parse yields)")
         sentences.append(sentence)
     return sentences, role
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from depinduce.cli.common import stdout_console
-from depinduce.errors import DepinduceError
+from depinduce.errors import InputError, ModelError, NotFoundError, RunDirectoryError, UsageError
 from depinduce.cli.decoders import DecoderOption
 
 
@@ -23,11 +23,11 @@ def _check_output(path: str | None, force: bool) -> Path | None:
         return None
     out = Path(path)
     if out.is_dir():
-        raise DepinduceError(f"{out}: is a folder; give a file name")
+        raise UsageError(f"{out}: is a folder; give a file name")
     if out.exists() and not force:
-        raise DepinduceError(f"{out}: already exists (use --force to overwrite it)")
+        raise RunDirectoryError(f"{out}: already exists (use --force to overwrite it)")
     if not out.parent.is_dir():
-        raise DepinduceError(f"{out}: folder {out.parent} does not exist")
+        raise NotFoundError(f"{out}: folder {out.parent} does not exist")
     return out
 
 
@@ -54,17 +54,17 @@ def heads_command(model_dir: str, gold_path: str, top: int, direction: str, csv_
     from tqdm import tqdm
 
     from depinduce.io import read_sentences
-    from depinduce.metrics.heads import correlate, edge_features, head_name, save_heatmap
+    from depinduce.analysis.heads import correlate, edge_features, head_name, save_heatmap
     from depinduce.models.registry import load_model
 
     csv_out, plot_out = _check_output(csv_path, force), _check_output(plot_path, force)
     gold = read_sentences(gold_path, fmt="conllu")
     if not any(s.deprels and any(label not in ("_", "") for label in s.deprels) for s in gold):
-        raise DepinduceError(f"{gold_path}: no dependency labels to correlate with (DEPREL is empty)")
+        raise InputError(gold_path, None, "no dependency labels to correlate with (DEPREL is empty)")
     model = load_model(model_dir, device=device)
     if not callable(getattr(model, "controller_probabilities", None)):
-        raise DepinduceError(f"model {model_dir} ({model.name}) has no competitive heads to analyse; "
-                             "analyze heads needs a UDGN run")
+        raise ModelError(f"model {model_dir} ({model.name}) has no competitive heads to analyse; "
+                         "analyze heads needs a UDGN run")
     with tqdm(total=len(gold), unit="sent", file=sys.stderr, disable=True if quiet else None, leave=False) as bar:
         features, labels, heads = edge_features(model, gold, direction=direction, batch_size=batch_size,
                                                 progress=bar.update)
@@ -118,14 +118,14 @@ def channels_command(model_dir: str, gold_path: str, decoder: str, top: int, as_
     from tqdm import tqdm
 
     from depinduce.io import read_sentences
-    from depinduce.metrics.channels import AVERAGE, analyze_channels, has_channels
+    from depinduce.analysis.channels import AVERAGE, analyze_channels, has_channels
     from depinduce.metrics.report import percent
     from depinduce.models.registry import load_model
 
     model = load_model(model_dir, device=device)
     if not has_channels(model):
-        raise DepinduceError(f"model {model_dir} ({model.name}) has no head channels to analyse; "
-                             "analyze channels needs a backend with several head channels (probformer)")
+        raise ModelError(f"model {model_dir} ({model.name}) has no head channels to analyse; "
+                         "analyze channels needs a backend with several head channels (probformer)")
     gold = read_sentences(gold_path, fmt="conllu")
     with tqdm(total=len(gold), unit="sent", file=sys.stderr, disable=True if quiet else None, leave=False) as bar:
         report = analyze_channels(model, gold, decoder=decoder, batch_size=batch_size, gold_path=gold_path,

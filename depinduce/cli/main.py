@@ -24,6 +24,8 @@ _COMMANDS: dict[str, str] = {
     "perplexity": "depinduce.cli.perplexity:perplexity_command",
     "eval": "depinduce.cli.eval:eval_command",
     "preprocess": "depinduce.cli.preprocess:preprocess",
+    "report": "depinduce.cli.report:report_command",
+    "show": "depinduce.cli.show:show_command",
     "train": "depinduce.cli.train:train_command",
 }
 

@@ -1,4 +1,8 @@
-"""``depinduce parse``: run a model over text or CoNLL-U and write trees to stdout."""
+"""``depinduce parse``: run a model over text or CoNLL-U and write trees to stdout.
+
+Thin: the work is :func:`depinduce.api.load` and :meth:`~depinduce.api.parser.Parser.parse_file`, the Python API's
+own parse, so a notebook and the command line give the same bytes.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,12 @@ import sys
 
 import click
 
-from depinduce.errors import DepinduceError
-from depinduce.io import read_sentences, write_sentences
-from depinduce.io.initial_graphs import read_initial_parse
+from depinduce.api.parser import check_input_options, load, write
+from depinduce.cli.decoders import DecoderOption
+from depinduce.errors import UsageError
 from depinduce.io.lines import display_name
 from depinduce.models.bundled import default_model_choice
-from depinduce.models.registry import load_model
-from depinduce.parsing import (
-    DEFAULT_MAX_WORDS, OUTPUT_FORMATS, ParseRequest, check_refines, check_request, check_whole_sentence_input,
-    describe_blank_lines, needs_conllu_message, parse, read_text,
-)
-from depinduce.cli.decoders import DecoderOption
+from depinduce.parsing import DEFAULT_MAX_WORDS, OUTPUT_FORMATS, describe_blank_lines
 
 
 @click.command("parse")
@@ -25,7 +24,8 @@ from depinduce.cli.decoders import DecoderOption
                    "model). Default: the most recently finished run under ./runs, else the bundled model.")
 @click.argument("input_path", metavar="[INPUT|-]", default="-")
 @click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="conllu", show_default=True,
-              help="Output format. conllu is MaltEval-safe: syntactic words only, no comment lines.")
+              help="Output format. conllu is MaltEval-safe: syntactic words only, no comment lines. html (one page, a "
+                   "figure per sentence) and svg (one picture, sentences stacked) draw the trees.")
 @click.option("--full-ud", is_flag=True,
               help="With conllu: the full UD form — # sent_id and # text comments, and the multiword tokens and "
                    "empty nodes of CoNLL-U input (passes udvalidate --level 2; MaltEval cannot read it).")
@@ -61,35 +61,16 @@ def parse_command(model: str | None, input_path: str, fmt: str, full_ud: bool, d
                   input_format: str, tokenized: bool, batch_size: int, device: str, seed: int, channel: int | None,
                   init: str | None, iterations: int | None, max_words: int, quiet: bool) -> None:
     """Parse INPUT (default: stdin) with a model; trees go to stdout, progress to stderr."""
-    if tokenized and input_format != "text":
-        raise DepinduceError("--tokenized applies to text input only; CoNLL-U input is always tokenised")
+    check_input_options(input_format, tokenized)
     if full_ud and fmt != "conllu":
-        raise DepinduceError(f"--full-ud applies to --format conllu, not {fmt}")
-    if model is None:
+        raise UsageError(f"--full-ud applies to --format conllu, not {fmt}")
+    if model is None:  # said before loading, so a failure to load names the model that was picked
         choice = default_model_choice()
         click.echo(choice.reason, err=True)
         model = choice.target
-    backend = load_model(model, device=device, seed=seed)
-    if channel is not None:
-        backend.select_channel(channel)
-    if iterations is not None:
-        backend.set_iterations(iterations)
-    if init is not None:
-        check_refines(backend)
-    request = ParseRequest(fmt=fmt, decoder=decoder or backend.default_decoder, batch_size=batch_size, max_words=max_words,
-                           source=display_name(input_path))
-    check_request(backend, request)
-    if backend.capabilities.whole_sentences and input_format != "conllu":
-        raise DepinduceError(needs_conllu_message(backend))
-    if input_format == "text":
-        label = "<stdin>" if input_path == "-" else input_path
-        sentences = read_text(input_path, pretokenized=tokenized,
-                              on_blank=lambda lines: click.echo(describe_blank_lines(label, lines), err=True))
-    else:
-        sentences = read_sentences(input_path, fmt="conllu")
-    check_whole_sentence_input(backend, sentences, "<stdin>" if input_path == "-" else input_path)
-    graphs = None
-    if init is not None and init.lower() not in ("syntr", "empty"):
-        graphs = read_initial_parse(init, sentences)
-    out_fmt = "conllu-ud" if full_ud else fmt
-    write_sentences(parse(sentences, backend, request, progress=not quiet, init=graphs), sys.stdout, out_fmt)
+    parser = load(model, device=device, seed=seed, channel=channel, iterations=iterations)
+    label = display_name(input_path)
+    parsed = parser.parse_file(input_path, input_format=input_format, decoder=decoder, batch_size=batch_size,
+                               tokenized=tokenized, max_words=max_words, progress=not quiet, init=init, fmt=fmt,
+                               on_blank=lambda lines: click.echo(describe_blank_lines(label, lines), err=True))
+    write(parsed, sys.stdout, "conllu-ud" if full_ud else fmt)

@@ -15,6 +15,7 @@ from depinduce.data.headrules import HEAD_RULES
 from depinduce.data.normalize import Normalization
 from depinduce.data.preprocess import PreprocessOptions, default_output, preprocess_ptb, preprocess_text, preprocess_ud
 from depinduce.data.text import NLTK_CORPORA
+from depinduce.data.ud import parse_train_on
 
 
 def _log(message: str) -> None:
@@ -48,7 +49,8 @@ def _common_options(extra_text: bool) -> Callable[[Callable[..., Any]], Callable
             options.append(click.option(
                 "--extra-text", multiple=True, type=click.Path(dir_okay=False),
                 help="Raw text appended to the training view only (sentences found in dev/test are removed). "
-                     "Repeatable."))
+                     "Repeatable. For Chinese/Japanese treebanks: pre-tokenised, one sentence per line, tokens "
+                     "separated by spaces."))
         for option in reversed(options):
             command = option(command)
         return command
@@ -100,11 +102,24 @@ def ptb_command(
 @preprocess.command("ud")
 @click.option("--treebank", multiple=True, required=True, type=click.Path(exists=False),
               help="A UD treebank folder (*-ud-{train,dev,test}.conllu) or split files. Repeatable.")
+@click.option("--train-on", "train_on", default=None, metavar="SPLITS",
+              help="Add the unlabelled text (words, no trees) of these evaluation splits to the training view: "
+                   "dev, test or dev,test. The transductive setting, recorded in the manifest; for treebanks "
+                   "without a train split (or use --extra-text).")
+@click.option("--pretokenized", is_flag=True,
+              help="--extra-text is tokenised like the treebank: one sentence per line, tokens separated by spaces "
+                   "(always so for Chinese/Japanese; otherwise English sentence and token rules apply).")
 @_common_options(extra_text=True)
-def ud_command(out: str | None, treebank: tuple[str, ...], **kwargs: Any) -> None:
-    """Universal Dependencies treebank → CoNLL-U (syntactic words), model text, len10 and vocabulary."""
+def ud_command(out: str | None, treebank: tuple[str, ...], train_on: str | None, pretokenized: bool,
+               **kwargs: Any) -> None:
+    """Universal Dependencies treebank → CoNLL-U (syntactic words), model text, len10 and vocabulary.
+
+    A treebank without a train split needs its training text named: --extra-text FILE and/or --train-on dev,test.
+    """
+    splits = parse_train_on(train_on)
     options, log = _options(kwargs)
-    preprocess_ud(out or default_output("ud", treebank=treebank), treebank=treebank, options=options, log=log)
+    preprocess_ud(out or default_output("ud", treebank=treebank), treebank=treebank, train_on=splits,
+                  pretokenized=pretokenized, options=options, log=log)
 
 
 @preprocess.command("text")

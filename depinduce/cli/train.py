@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from depinduce.api.training import train
+from depinduce.api.training import parse_token_count, train
 
 
 @click.command("train")
@@ -30,10 +30,18 @@ from depinduce.api.training import train
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for torch (per rank).")
 @click.option("--seed", type=int, default=None, help="Random seed (default: the recipe's train.seed, else 0).")
+@click.option("--seeds", default=None, metavar="K,K,…|N",
+              help="One run per seed in RUN_DIR/seed-K, one after another: a list (0,1,2,3) or a count N (seeds "
+                   "0..N-1). Each is the run `--seed K --out RUN_DIR/seed-K` makes, so a scheduler may launch "
+                   "them instead; `depinduce report RUN_DIR` reads either. Not with --seed.")
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last.pt.")
 @click.option("--max-time", type=click.FloatRange(min=0, min_open=True), default=None, metavar="MINUTES",
               help="Stop cleanly (evaluated and checkpointed) before this many minutes have passed "
                    "(default: the recipe's train.max_time, e.g. 30 for the CPU recipes).")
+@click.option("--max-tokens", default=None, metavar="N", callback=lambda ctx, param, value: parse_token_count(value),
+              help="Stop cleanly (evaluated and checkpointed) once the run has read N training tokens (2500000, "
+                   "2.5M, 500k), counted over the whole run, resumes included: the same budget on every machine. "
+                   "Default: the recipe's train.max_tokens (none in the shipped recipes).")
 @click.option("--init-train", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="Refining backends (rngtr): a CoNLL-U parse of the data folder's train.conllu (same sentences, "
                    "same order; e.g. `depinduce parse` output of any model) whose graphs the first pass reads.")
@@ -47,12 +55,14 @@ from depinduce.api.training import train
                                   "'transformers' package; nothing is downloaded).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summaries on stderr.")
 @click.option("--force", is_flag=True, help="Start over in an existing run directory (its run files are replaced).")
-def train_command(model: str | None, data_dir: Path | None, run_dir: Path | None, recipe: str | None, overrides: tuple[str, ...],
-                  device: str, threads: int | None, seed: int | None, resume: bool, max_time: float | None,
+def train_command(model: str | None, data_dir: Path | None, run_dir: Path | None, recipe: str | None,
+                  overrides: tuple[str, ...], device: str, threads: int | None, seed: int | None, seeds: str | None,
+                  resume: bool, max_time: float | None, max_tokens: int | None,
                   init_train: Path | None, init_dev: Path | None, warm_start: Path | None,
                   encoder_path: Path | None, quiet: bool, force: bool) -> None:
     """Train a neural backend on a preprocessed data folder."""
     # the one implementation, shared with the Python API (depinduce.train)
     train(model, data_dir, run_dir, recipe, settings=overrides, device=device, threads=threads, seed=seed,
-          resume=resume, max_time=max_time, init_train=init_train, init_dev=init_dev, warm_start=warm_start,
-          encoder_path=encoder_path, quiet=quiet, force=force)
+          resume=resume, max_time=max_time, max_tokens=max_tokens, init_train=init_train, init_dev=init_dev,
+          warm_start=warm_start,
+          encoder_path=encoder_path, quiet=quiet, force=force, seeds=seeds)

@@ -10,15 +10,17 @@ from typing import Any
 
 import yaml
 
-from depinduce.errors import DepinduceError, InputError
+from depinduce.errors import InputError, NotFoundError, ResourceError
 
 
 def read_text_file(path: str | PathLike[str], what: str) -> str:
     """The UTF-8 text of ``path``; ``what`` names the kind of file in the error ("recipe", "vocabulary")."""
     try:
         return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DepinduceError(f"{path}: cannot read {what} ({exc.strerror or exc})") from exc
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
+        raise NotFoundError(f"{path}: cannot read {what} ({exc.strerror or exc})") from exc
+    except OSError as exc:  # permissions, I/O errors: the file is there but cannot be read
+        raise ResourceError(f"{path}: cannot read {what} ({exc.strerror or exc})") from exc
     except UnicodeDecodeError:
         raise InputError(path, None, f"{what} is not valid UTF-8") from None
 

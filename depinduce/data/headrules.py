@@ -46,7 +46,7 @@ from typing import Literal
 from nltk import Tree
 
 from depinduce.data.punct import PTB_PUNCT_TAGS
-from depinduce.errors import DepinduceError
+from depinduce.errors import UsageError
 
 Direction = Literal["left", "right", "last"]
 """``left``: scan left-to-right; ``right``: scan right-to-left; ``last``: only the last child is considered."""
@@ -184,7 +184,7 @@ def get_head_rules(name: str) -> HeadRules:
     try:
         return HEAD_RULES[name]
     except KeyError:
-        raise DepinduceError(f"unknown head rules {name!r}; choose one of {', '.join(HEAD_RULES)}") from None
+        raise UsageError(f"unknown head rules {name!r}; choose one of {', '.join(HEAD_RULES)}") from None
 
 
 def head_child(rule: HeadRule, labels: Sequence[str], coordination: bool = False) -> int:

@@ -3,8 +3,12 @@
 The papers train on lower-cased text with numbers folded (Mikolov's PTB replaces numbers by ``N``); depinduce
 does the same by default and records the settings in ``vocab.json``, so ``parse`` normalises new text exactly as
 the training text was.  Digit runs become ``N`` *after* lower-casing, so the placeholder stays distinct from
-the word "n".  Whitespace inside a word (possible in some UD treebanks) becomes ``_`` because the ``.txt`` files
-separate words by spaces.
+the word "n".  A digit is any Unicode decimal digit (category Nd: ``0-9`` and also ``٣``, ``५``, full-width
+``０``), which is what ``\\d`` matches in a ``str`` pattern; so every script's numbers fold, and since folding was
+never ASCII-only, vocabularies written by earlier versions (the bundled model's included) normalise exactly as
+before.  Characters that are numeric without being decimal digits (``²``, ``①``, ``三``) stay words.
+Whitespace inside a word (possible in some UD treebanks) becomes ``_`` because the ``.txt`` files separate words
+by spaces.
 """
 
 from __future__ import annotations
@@ -14,11 +18,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
-from depinduce.errors import DepinduceError
+from depinduce.errors import UsageError
 
-_DIGITS = re.compile(r"\d+")
+_DIGITS = re.compile(r"\d+")  # str pattern without re.ASCII: Unicode category Nd
 _SPACE = re.compile(r"\s+")
 NUMBER_TOKEN = "N"
+
+
+def fold_digit_runs(word: str) -> str:
+    """``word`` with every run of Unicode decimal digits (category Nd) replaced by ``N``."""
+    return _DIGITS.sub(NUMBER_TOKEN, word)
 
 
 @lru_cache(maxsize=1 << 18)
@@ -27,7 +36,7 @@ def _normalize(word: str, lowercase: bool, fold_digits: bool) -> str:
     if lowercase:
         word = word.lower()
     if fold_digits:
-        word = _DIGITS.sub(NUMBER_TOKEN, word)
+        word = fold_digit_runs(word)
     return _SPACE.sub("_", word)
 
 
@@ -51,8 +60,8 @@ class Normalization:
     def from_dict(cls, data: Mapping[str, object]) -> "Normalization":
         unknown = set(data) - {"lowercase", "fold_digits"}
         if unknown or not all(isinstance(v, bool) for v in data.values()):
-            raise DepinduceError(f"invalid normalization settings {dict(data)!r}; expected booleans "
-                                 "'lowercase' and 'fold_digits'")
+            raise UsageError(f"invalid normalization settings {dict(data)!r}; expected booleans "
+                             "'lowercase' and 'fold_digits'")
         return cls(**data)  # type: ignore[arg-type]
 
 

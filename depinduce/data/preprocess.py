@@ -11,11 +11,17 @@ an error never leaves a half-written dataset; an existing ``out`` is replaced on
 - ``{split}.txt`` — the model's view: normalised words without punctuation, one sentence per line;
 - the short set (``wsj10`` for PTB, ``len10`` for UD): every sentence of every split with at most 10 words after
   punctuation removal, in the same forms;
-- ``vocab.json`` — built from the training view only (plus ``--extra-text``);
-- ``manifest.json`` — source, options, counts and the sha256 of every other file.
+- ``vocab.json`` — built from the training view only;
+- ``manifest.json`` — source, options, counts, the training view and the sha256 of every other file.
 
-Line *i* of a ``.txt`` or ``.trees`` file is sentence *i* of the ``.conllu`` files of the same name;
-``--extra-text`` sentences follow the treebank's in ``train.txt`` and have no gold counterpart.
+The training view (``train.txt``) is, in this order: the treebank's train split, the unlabelled text of the
+evaluation splits named by ``--train-on`` (UD only: the transductive setting), then ``--extra-text``.  Line *i*
+of a ``.txt`` or ``.trees`` file is sentence *i* of the ``.conllu`` files of the same name; the lines after the
+treebank's train split have no gold counterpart, and a treebank without a train split gets ``train.txt`` but no
+``train.conllu`` (there are no training trees, and the evaluation splits' trees must not become training data).
+The manifest's ``training_view`` (copied into ``source``, which every run's manifest records) names where the
+training text came from; ``train`` prints a note when it includes dev or test text.  Model selection on dev
+still scores against the dev gold trees, transductive or not.
 
 Raw text (``preprocess text``) has no gold trees and no held-out splits: it gives ``train.txt``, ``vocab.json``
 and ``manifest.json``.
@@ -45,7 +51,7 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
@@ -60,15 +66,17 @@ from depinduce.data.headrules import get_head_rules
 from depinduce.data.normalize import Normalization, overlap_key
 from depinduce.data.ptb import SPLITS, MrgFile, ldc_source, nltk_sample_source, read_mrg, tree_to_line
 from depinduce.data.punct import PunctRule, punct_mask
-from depinduce.data.sentence import Sentence
-from depinduce.data.text import read_nltk_corpus, read_text_file
-from depinduce.data.ud import find_treebank_files, read_ud_file
+from depinduce.structures.sentence import Sentence
+from depinduce.data.text import (PRETOKENIZED_NOTE, check_pretokenized, read_nltk_corpus, read_pretokenized_file,
+                                 read_text_file, unspaced_share)
+from depinduce.data.ud import check_training_view, find_treebank_files, language_of, parse_train_on, read_ud_file
 from depinduce.data.vocab import SPECIALS, Vocab
-from depinduce.errors import DepinduceError, InputError
+from depinduce.errors import DepinduceError, InputError, ResourceError, RunDirectoryError, UsageError
 from depinduce.locking import check_force_target, exclusive, make_parent
 from depinduce.structures.dependency import reattach
 from depinduce.io import format_conllu
 from depinduce.io.conllu_format import SentIds
+from depinduce.io.lines import display_name
 
 SHORT_MAX_WORDS = 10
 
@@ -102,11 +110,11 @@ class PreprocessOptions:
 
     def validate(self) -> None:
         if self.max_length is not None and self.max_length < 1:
-            raise DepinduceError(f"--max-length must be at least 1, not {self.max_length}")
+            raise UsageError(f"--max-length must be at least 1, not {self.max_length}")
         if self.min_freq < 1:
-            raise DepinduceError(f"--min-freq must be at least 1, not {self.min_freq}")
+            raise UsageError(f"--min-freq must be at least 1, not {self.min_freq}")
         if self.max_vocab is not None and self.max_vocab < 1:
-            raise DepinduceError(f"--max-vocab must be at least 1, not {self.max_vocab}")
+            raise UsageError(f"--max-vocab must be at least 1, not {self.max_vocab}")
 
 
 # --------------------------------------------------------------------------------------------- rendering
@@ -182,14 +190,16 @@ def without_punct(sentence: Sentence, keep: Sequence[bool]) -> tuple[Sentence, b
 
 @dataclass(frozen=True)
 class _Failure:
-    """A user error raised in a worker, sent back as data (InputError's constructor does not survive pickling)."""
+    """A user error raised in a worker, sent back as plain data (its kind, location and message) so the parent
+    raises the same kind with the same line."""
 
+    kind: type[DepinduceError]
     path: str | None
     line: int | None
     problem: str
 
     def error(self) -> DepinduceError:
-        return DepinduceError(self.problem) if self.path is None else InputError(self.path, self.line, self.problem)
+        return self.kind(self.problem) if self.path is None else InputError(self.path, self.line, self.problem)
 
 
 def _render_mrg(job: tuple[str, bytes, str, bool, PreprocessOptions]) -> list[Rendered] | _Failure:
@@ -199,9 +209,9 @@ def _render_mrg(job: tuple[str, bytes, str, bool, PreprocessOptions]) -> list[Re
         sentences = read_mrg(data, name, rules=get_head_rules(rules_name), keep_function_tags=keep_function_tags)
         return [render(s, "ptb", options) for s in sentences]
     except InputError as exc:
-        return _Failure(exc.path, exc.line, exc.problem)
+        return _Failure(InputError, exc.path, exc.line, exc.problem)
     except DepinduceError as exc:
-        return _Failure(None, None, str(exc))
+        return _Failure(type(exc), None, None, str(exc))
 
 
 def default_workers() -> int:
@@ -254,7 +264,7 @@ def default_output(command: str, *, treebank: Sequence[str] = (), inputs: Sequen
         return DATA_ROOT / "ptb"
     if command == "ud":
         if not treebank:
-            raise DepinduceError("preprocess ud: give --treebank PATH")
+            raise UsageError("preprocess ud: give --treebank PATH")
         first = Path(treebank[0])
         folder = first if first.is_dir() else first.parent
         name = folder.resolve().name
@@ -263,8 +273,8 @@ def default_output(command: str, *, treebank: Sequence[str] = (), inputs: Sequen
         return DATA_ROOT / nltk_corpus
     named = [i for i in inputs if i != "-"]
     if not named:
-        raise DepinduceError("preprocess text: reading stdin, so there is no name to derive the output from; "
-                             "give --out DIR")
+        raise UsageError("preprocess text: reading stdin, so there is no name to derive the output from; "
+                         "give --out DIR")
     return DATA_ROOT / Path(named[0]).stem
 
 
@@ -272,9 +282,9 @@ def check_output(out: Path, force: bool) -> None:
     """Refuse an existing output (unless ``force``) before any work is done."""
     if out.exists() or out.is_symlink():
         if not out.is_dir():
-            raise DepinduceError(f"{out} exists and is not a folder; choose another --out")
+            raise RunDirectoryError(f"{out} exists and is not a folder; choose another --out")
         if not force:
-            raise DepinduceError(f"{out} already exists; use --force to replace it")
+            raise RunDirectoryError(f"{out} already exists; use --force to replace it")
 
 
 @contextmanager
@@ -289,7 +299,7 @@ def staged_output(out: Path, force: bool) -> Iterator[Path]:
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     except OSError as exc:
-        raise DepinduceError(f"{out}: cannot create the output folder ({exc.strerror or exc})") from None
+        raise ResourceError(f"{out}: cannot create the output folder ({exc.strerror or exc})") from None
     try:
         yield tmp
         umask = os.umask(0)
@@ -337,6 +347,8 @@ class Dataset:
     short_name: str
     trees: bool
     notes: list[str] = field(default_factory=list)
+    train_on: tuple[str, ...] = ()
+    pretokenized_extra: bool = False
 
 
 def _filter(items: list[Rendered], max_length: int | None) -> tuple[list[Rendered], dict[str, int]]:
@@ -358,11 +370,12 @@ def write_dataset(out: Path, dataset: Dataset, options: PreprocessOptions, log: 
     for split, items in dataset.splits.items():
         splits[split], counts[split] = _filter(items, options.max_length if split == "train" else None)
     held_out = [r for split in ("dev", "test") for r in splits.get(split, [])]
-    extra, extra_counts = _extra_text_views(options, held_out, log)
-    counts["train"].update(extra_counts)
-    train_views = [r.view for r in splits["train"]] + extra
+    extra, extra_counts = _extra_text_views(options, held_out, log, pretokenized=dataset.pretokenized_extra)
+    borrowed, borrowed_counts = _borrowed_views(splits, dataset.train_on, options.max_length)
+    counts.setdefault("train", {}).update({**borrowed_counts, **extra_counts})
+    train_views = [r.view for r in splits.get("train", [])] + borrowed + extra
     if not train_views:
-        raise DepinduceError("the training split has no sentence left after filtering; nothing to learn from")
+        raise UsageError("the training view has no sentence left after filtering; nothing to learn from")
     vocab = Vocab.build(train_views, min_freq=options.min_freq, max_vocab=options.max_vocab,
                         normalization=options.normalization)
     short = [r for split in SPLITS for r in splits.get(split, []) if 1 <= r.words <= SHORT_MAX_WORDS]
@@ -372,6 +385,9 @@ def write_dataset(out: Path, dataset: Dataset, options: PreprocessOptions, log: 
             views = train_views if split == "train" else [r.view for r in items]
             _write_forms(tmp, split, items, views, trees=dataset.trees, nopunct=not options.keep_punct)
             counts[split].update(_split_counts(items, views, vocab))
+        if "train" not in splits:
+            _write_lines(tmp / "train.txt", (" ".join(v) for v in train_views))
+            counts["train"].update(_split_counts([], train_views, vocab))
         _write_forms(tmp, dataset.short_name, short, [r.view for r in short], trees=dataset.trees,
                      nopunct=not options.keep_punct)
         vocab.save(tmp / "vocab.json")
@@ -385,6 +401,8 @@ def write_dataset(out: Path, dataset: Dataset, options: PreprocessOptions, log: 
             "missing_splits": [s for s in SPLITS if s not in dataset.splits],
             "short_set": {"name": dataset.short_name, "max_words": SHORT_MAX_WORDS, "sentences": len(short)},
             "vocab": {"size": len(vocab), "words": len(vocab) - len(SPECIALS)},
+            "training_view": dataset.source.get("training_view")
+                             or training_view(dataset.splits, (), options.extra_text),
             "notes": dataset.notes,
         })
     for split, c in counts.items():
@@ -421,14 +439,34 @@ def _split_counts(items: Sequence[Rendered], views: Sequence[Sequence[str]], voc
     }
 
 
+def _borrowed_views(
+    splits: dict[str, list[Rendered]], train_on: Sequence[str], max_length: int | None
+) -> tuple[list[list[str]], dict[str, int]]:
+    """The views of the ``--train-on`` splits, as training sees them (``max_length`` applies), and their counts."""
+    if not train_on:
+        return [], {}
+    views = [r.view for split in train_on for r in splits[split]]
+    kept = [v for v in views if max_length is None or len(v) <= max_length]
+    return kept, {"train_on_sentences": len(kept), "train_on_dropped_too_long": len(views) - len(kept)}
+
+
+def _read_extra_text(path: str, options: PreprocessOptions, pretokenized: bool) -> list[Sentence]:
+    """One ``--extra-text`` file: pre-tokenised lines (scripts without spaces) or raw text, checked either way."""
+    if pretokenized:
+        return read_pretokenized_file(path)
+    sentences = read_text_file(path, one_per_line=options.one_per_line)
+    check_pretokenized(sentences, display_name(path))
+    return sentences
+
+
 def _extra_text_views(
-    options: PreprocessOptions, held_out: Sequence[Rendered], log: Log
+    options: PreprocessOptions, held_out: Sequence[Rendered], log: Log, *, pretokenized: bool = False
 ) -> tuple[list[list[str]], dict[str, int]]:
     """Views of the ``--extra-text`` sentences that occur in neither dev nor test, and what was removed."""
     if not options.extra_text:
         return [], {}
     keys = {r.key for r in held_out}
-    sentences = [s for path in options.extra_text for s in read_text_file(path, one_per_line=options.one_per_line)]
+    sentences = [s for path in options.extra_text for s in _read_extra_text(path, options, pretokenized)]
     fresh = [s for s in sentences if overlap_key(s.words) not in keys]
     views, counts = _filter([render(s, "shape", options, gold=False) for s in fresh], options.max_length)
     log(f"extra text: {len(sentences)} sentences read, {len(sentences) - len(fresh)} removed because they occur "
@@ -480,7 +518,7 @@ def _require_unique_ids(splits: dict[str, list[Rendered]]) -> None:
     for items in splits.values():
         for r in items:
             if r.sent_id in seen:
-                raise DepinduceError(f"sentence id {r.sent_id} occurs twice: two .mrg files share a name")
+                raise UsageError(f"sentence id {r.sent_id} occurs twice: two .mrg files share a name")
             seen.add(r.sent_id)
 
 
@@ -488,20 +526,33 @@ def _preprocess_ud(
     out: str | Path,
     *,
     treebank: Sequence[str | Path],
+    train_on: Sequence[str] = (),
+    pretokenized: bool = False,
     options: PreprocessOptions = PreprocessOptions(),
     log: Log = _quiet,
 ) -> dict[str, object]:
-    """Turn a UD treebank (folder or split files) into a dataset in ``out``; returns the manifest."""
+    """Turn a UD treebank (folder or split files) into a dataset in ``out``; returns the manifest.
+
+    ``train_on`` names evaluation splits (``dev``, ``test``) whose unlabelled text joins the training view: the
+    transductive setting, recorded in the manifest (see the module docstring).  ``pretokenized`` reads
+    ``--extra-text`` as one sentence per line with tokens separated by spaces, as it always is for a treebank in
+    a script written without spaces (Chinese, Japanese); otherwise English sentence and token rules apply.
+    """
     out = Path(out)
     check_output(out, options.force)
     options.validate()
+    train_on = parse_train_on(",".join(train_on)) if train_on else ()
     files = find_treebank_files(treebank)
-    notes = [f"the treebank has no {split} split; no {split} files were written" for split in SPLITS
-             if split not in files]
+    check_training_view(files, train_on, options.extra_text, ", ".join(str(t) for t in treebank))
+    notes = [_missing_split_note(split) for split in SPLITS if split not in files]
+    view = training_view(files, train_on, options.extra_text)
+    if view["transductive"]:
+        notes.append(_transductive_note(train_on))
     for note in notes:
         log(f"note: {note}")
     sent_ids = SentIds()
     splits: dict[str, list[Rendered]] = {}
+    words: list[str] = []
     for split, path in tqdm(list(files.items()), desc="reading treebank", unit="file", file=sys.stderr,
                             leave=False, disable=not options.progress or None):
         sentences = read_ud_file(path)
@@ -512,8 +563,42 @@ def _preprocess_ud(
             if sentence.source is not None:
                 sentence.source.metadata["sent_id"] = sentence.sent_id
         splits[split] = [render(s, "ud", options) for s in sentences]
-    source = {"kind": "ud", "files": {split: str(path) for split, path in files.items()}}
-    return write_dataset(out, Dataset("ud", source, splits, "ud", "len10", trees=False, notes=notes), options, log)
+        words.extend(w for s in sentences for w in s.words)
+    unspaced = unspaced_share(words) >= 0.5
+    if options.extra_text and unspaced:
+        log(f"note: the treebank is written without spaces between words, so --extra-text {PRETOKENIZED_NOTE}")
+    elif options.extra_text and not pretokenized and language_of(files) not in ("en", None):
+        log("note: --extra-text is split into sentences and tokenised by English (Penn Treebank) rules; for "
+            "text already tokenised like the treebank (one sentence per line), pass --pretokenized")
+    pretokenized = pretokenized or unspaced
+    view["extra_text_pretokenized"] = pretokenized and bool(options.extra_text)
+    source = {"kind": "ud", "files": {split: str(path) for split, path in files.items()}, "training_view": view}
+    dataset = Dataset("ud", source, splits, "ud", "len10", trees=False, notes=notes, train_on=train_on,
+                      pretokenized_extra=pretokenized)
+    return write_dataset(out, dataset, options, log)
+
+
+def _missing_split_note(split: str) -> str:
+    if split == "train":
+        return ("the treebank has no train split: train.txt holds the text named by --train-on/--extra-text and "
+                "no train.conllu is written (supervised backends need one)")
+    return f"the treebank has no {split} split; no {split} files were written"
+
+
+def _transductive_note(train_on: Sequence[str]) -> str:
+    return (f"transductive: the training view includes the unlabelled text of {', '.join(train_on)} "
+            f"(--train-on {','.join(train_on)}); scores on {'/'.join(train_on)} are transductive, and model "
+            "selection on dev still uses the dev gold trees")
+
+
+def training_view(files: Mapping[str, object], train_on: Sequence[str], extra_text: Sequence[str]) -> dict[str, Any]:
+    """Where the training text comes from, as the manifest records it."""
+    return {
+        "treebank_train": "train" in files,
+        "train_on": list(train_on),
+        "extra_text": list(extra_text),
+        "transductive": bool(train_on),
+    }
 
 
 def _preprocess_text(
@@ -532,7 +617,7 @@ def _preprocess_text(
     check_output(out, options.force)
     options.validate()
     if not inputs and nltk_corpus is None:
-        raise DepinduceError("give an INPUT file ('-' for standard input) or --nltk-corpus")
+        raise UsageError("give an INPUT file ('-' for standard input) or --nltk-corpus")
     sentences: list[Sentence] = []
     for path in inputs:
         sentences.extend(read_text_file(path, one_per_line=options.one_per_line))
@@ -542,7 +627,7 @@ def _preprocess_text(
     kept, counts = _filter([render(s, "shape", options, gold=False) for s in sentences], options.max_length)
     views = [r.view for r in kept]
     if not views:
-        raise DepinduceError("the text has no sentence with a word in it")
+        raise UsageError("the text has no sentence with a word in it")
     vocab = Vocab.build(views, min_freq=options.min_freq, max_vocab=options.max_vocab,
                         normalization=options.normalization)
     counts.update({"sentences": len(views), "words": sum(len(v) for v in views),

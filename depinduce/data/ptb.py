@@ -30,8 +30,8 @@ from nltk import Tree
 from nltk.corpus.reader import BracketParseCorpusReader
 
 from depinduce.data.headrules import HeadRules, dependency_heads
-from depinduce.data.sentence import Sentence
-from depinduce.errors import DepinduceError, InputError
+from depinduce.structures.sentence import Sentence
+from depinduce.errors import InputError, NotFoundError
 from depinduce.io.lines import decode_utf8
 
 SPLITS = ("train", "dev", "test")
@@ -310,20 +310,20 @@ def ldc_source(ptb_dir: str | Path) -> PtbSource:
     """
     root = Path(ptb_dir)
     if not root.is_dir():
-        raise DepinduceError(f"--ptb-dir {root}: not a directory")
+        raise NotFoundError(f"--ptb-dir {root}: not a directory")
     reader = BracketParseCorpusReader(_authorize_for_nltk(root), _LDC_FILEIDS)
     by_section: dict[int, list[str]] = {}
     for fileid in reader.fileids():
         by_section.setdefault(int(fileid[:2]), []).append(fileid)
     if not by_section:
-        raise DepinduceError(f"--ptb-dir {root}: no NN/wsj_NNNN.mrg files (expected section folders 00-24 of "
-                             "the LDC WSJ tree, e.g. .../parsed/mrg/wsj)")
+        raise NotFoundError(f"--ptb-dir {root}: no NN/wsj_NNNN.mrg files (expected section folders 00-24 of "
+                            "the LDC WSJ tree, e.g. .../parsed/mrg/wsj)")
     source = PtbSource("ldc", str(root))
     for split, sections in LDC_SECTIONS.items():
         present = [s for s in sections if s in by_section]
         if not present:
-            raise DepinduceError(f"--ptb-dir {root}: the {split} split needs section(s) "
-                                 f"{', '.join(f'{s:02d}' for s in sections)}, which have no wsj_NNNN.mrg files")
+            raise NotFoundError(f"--ptb-dir {root}: the {split} split needs section(s) "
+                                f"{', '.join(f'{s:02d}' for s in sections)}, which have no wsj_NNNN.mrg files")
         source.missing_sections.extend(f"{s:02d}" for s in sections if s not in by_section)
         source.files[split] = [MrgFile(str(root / f), reader, f) for s in present for f in sorted(by_section[s])]
     return source
@@ -336,13 +336,13 @@ def nltk_sample_source() -> PtbSource:
     try:
         fileids = treebank.fileids()
     except LookupError:
-        raise DepinduceError(f"no Penn Treebank found: {NLTK_HINT}") from None
+        raise NotFoundError(f"no Penn Treebank found: {NLTK_HINT}") from None
     source = PtbSource("nltk-sample", str(treebank.root))
     for split, (first, last) in SAMPLE_FILES.items():
         chosen = [f for f in fileids if (m := _FILE_NUMBER.search(f)) and first <= int(m[1]) <= last]
         source.files[split] = [MrgFile(f, treebank, f) for f in sorted(chosen)]
     if not any(source.files.values()):
-        raise DepinduceError(f"NLTK's treebank at {treebank.root} holds no wsj_NNNN.mrg files: {NLTK_HINT}")
+        raise NotFoundError(f"NLTK's treebank at {treebank.root} holds no wsj_NNNN.mrg files: {NLTK_HINT}")
     return source
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from depinduce.data.sentence import Sentence
+    from depinduce.structures.sentence import Sentence
 
 PunctRule = Literal["ptb", "ud", "shape"]
 
@@ -83,6 +83,6 @@ def auto_rule(
 
 
 def sentence_punct_mask(sentence: "Sentence", rule: PunctRule | Literal["auto"] = "auto") -> list[bool]:
-    """Punctuation flags for a :class:`~depinduce.data.sentence.Sentence` (``auto`` = :func:`auto_rule`)."""
+    """Punctuation flags for a :class:`~depinduce.structures.sentence.Sentence` (``auto`` = :func:`auto_rule`)."""
     chosen = auto_rule(sentence.metadata, sentence.upos, sentence.xpos) if rule == "auto" else rule
     return punct_mask(sentence.words, rule=chosen, xpos=sentence.xpos, upos=sentence.upos)

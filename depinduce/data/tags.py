@@ -15,8 +15,8 @@ from os import PathLike
 from pathlib import Path
 
 from depinduce.data.files import read_format_json, to_json_text
-from depinduce.data.sentence import Sentence
-from depinduce.errors import DepinduceError, InputError
+from depinduce.structures.sentence import Sentence
+from depinduce.errors import DepinduceError, InputError, UsageError
 
 FORMAT = "depinduce-tag-vocab"
 VERSION = 1
@@ -38,7 +38,7 @@ class TagVocab:
         self.upos_stoi = {t: i for i, t in enumerate(self.upos_itos)}
         self.label_stoi = {t: i for i, t in enumerate(self.label_itos)}
         if len(self.upos_stoi) != len(self.upos_itos) or len(self.label_stoi) != len(self.label_itos):
-            raise DepinduceError("tag vocabulary lists a tag or label twice")
+            raise UsageError("tag vocabulary lists a tag or label twice")
 
     @classmethod
     def build(cls, sentences: Iterable[Sentence]) -> "TagVocab":

@@ -8,6 +8,13 @@ opening quote/bracket — unless the period belongs to a known abbreviation (``M
 non-blank line is a sentence.  Sentences are tokenised with nltk's TreebankWordTokenizer, the PTB's own
 conventions (``don't`` → ``do n't``).  NLTK corpora (``brown``) come tokenised by their makers and are taken as
 they are.
+
+Chinese and Japanese are written without spaces between words, and no rule here can find their words; text in
+them must come pre-tokenised (one sentence per line, tokens separated by spaces, as the treebank's own tokens
+are) and is read by :func:`read_pretokenized_file`.  :func:`check_pretokenized` catches text that is not: a
+space-free chunk longer than :data:`MAX_UNSPACED_TOKEN` characters holding a Han, Hiragana or Katakana character
+is an error located at its line (the longest such token in the shared Chinese and Japanese GSD treebanks has 9
+characters; an untokenised sentence is a whole clause).
 """
 
 from __future__ import annotations
@@ -17,8 +24,8 @@ from collections.abc import Iterator, Sequence
 
 from nltk.tokenize import TreebankWordTokenizer
 
-from depinduce.data.sentence import Sentence
-from depinduce.errors import DepinduceError, InputError
+from depinduce.structures.sentence import Sentence
+from depinduce.errors import InputError, NotFoundError, UsageError
 from depinduce.io.lines import display_name, read_text
 
 # Lower-cased abbreviations (without the final period) that do not end a sentence before a capitalised word.
@@ -47,6 +54,14 @@ _OPENERS = "\"'‘“([«"
 _ACRONYM = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
 _PARAGRAPH = re.compile(r"\n[ \t\r\f\v]*\n")
 _TOKENIZER = TreebankWordTokenizer()
+
+# Han (with the iteration marks 々〆〇), Hiragana and Katakana (with the half-width forms and CJK extensions).
+_UNSPACED = re.compile("[\u3005-\u3007\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+                       "\uff66-\uff9f\U00020000-\U0003134f]")
+MAX_UNSPACED_TOKEN = 12
+PRETOKENIZED_NOTE = ("must come pre-tokenised like the treebank: one sentence per line, tokens separated by spaces "
+                     f"(a space-free chunk of more than {MAX_UNSPACED_TOKEN} characters with Chinese/Japanese "
+                     "characters is an error)")
 
 
 def _starts_sentence(text: str, pos: int) -> bool:
@@ -119,15 +134,21 @@ def _line_starts(text: str, sentences: Sequence[str]) -> Iterator[int]:
         yield line
 
 
-def read_text_file(path: str, *, one_per_line: bool = False) -> list[Sentence]:
-    """Tokenised sentences of a UTF-8 text file (``-`` = standard input), with their line numbers."""
-    name = display_name(path)
+def _checked_text(path: str, name: str) -> str:
+    """The text of ``path``, refused when empty or binary (a NUL byte), with the line that shows it."""
     text = read_text(path)
     if not text.strip():
         raise InputError(name, 1, "empty file: no text")
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise InputError(name, line, "NUL byte: this looks like a binary file, not text")
+    return text
+
+
+def read_text_file(path: str, *, one_per_line: bool = False) -> list[Sentence]:
+    """Tokenised sentences of a UTF-8 text file (``-`` = standard input), with their line numbers."""
+    name = display_name(path)
+    text = _checked_text(path, name)
     strings = split_sentences(text, one_per_line=one_per_line)
     sentences = []
     for number, (string, line) in enumerate(zip(strings, _line_starts(text, strings)), start=1):
@@ -140,20 +161,52 @@ def read_text_file(path: str, *, one_per_line: bool = False) -> list[Sentence]:
     return sentences
 
 
+def unspaced_share(words: Sequence[str]) -> float:
+    """The share of letters in ``words`` that are Han, Hiragana or Katakana (0 for no letters)."""
+    letters = unspaced = 0
+    for word in words:
+        for ch in word:
+            if ch.isalpha():
+                letters += 1
+                unspaced += bool(_UNSPACED.match(ch))
+    return unspaced / letters if letters else 0.0
+
+
+def check_pretokenized(sentences: Sequence[Sentence], name: str) -> None:
+    """Raise a located error for the first token that shows the text was not tokenised (module docstring)."""
+    for sentence in sentences:
+        for word in sentence.words:
+            if len(word) > MAX_UNSPACED_TOKEN and _UNSPACED.search(word):
+                shown = word if len(word) <= 2 * MAX_UNSPACED_TOKEN else word[: 2 * MAX_UNSPACED_TOKEN] + "…"
+                raise InputError(name, sentence.line, f"{len(word)} characters without a space ({shown}): Chinese/"
+                                 "Japanese text must come pre-tokenised, one sentence per line with tokens "
+                                 "separated by spaces")
+
+
+def read_pretokenized_file(path: str) -> list[Sentence]:
+    """Sentences of a pre-tokenised UTF-8 file: one per non-blank line, tokens split at whitespace, checked."""
+    name = display_name(path)
+    text = _checked_text(path, name)
+    sentences = [Sentence(words=line.split(), sent_id=f"{name}:{number}", text=line.strip(), line=number)
+                 for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
+    check_pretokenized(sentences, name)
+    return sentences
+
+
 NLTK_CORPORA = ("brown",)
 
 
 def read_nltk_corpus(name: str) -> list[Sentence]:
     """The sentences of an NLTK corpus (already tokenised by its makers)."""
     if name not in NLTK_CORPORA:
-        raise DepinduceError(f"unknown NLTK corpus {name!r}; choose one of {', '.join(NLTK_CORPORA)}")
+        raise UsageError(f"unknown NLTK corpus {name!r}; choose one of {', '.join(NLTK_CORPORA)}")
     import nltk.corpus
 
     corpus = getattr(nltk.corpus, name)
     try:
         fileids = corpus.fileids()
     except LookupError:
-        raise DepinduceError(f"NLTK's {name} corpus is not installed: run `python -m nltk.downloader {name}`") from None
+        raise NotFoundError(f"NLTK's {name} corpus is not installed: run `python -m nltk.downloader {name}`") from None
     sentences = []
     for fileid in fileids:
         for number, words in enumerate(corpus.sents(fileid), start=1):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from depinduce.data.files import read_format_json, to_json_text
 from depinduce.data.normalize import Normalization
-from depinduce.errors import DepinduceError, InputError
+from depinduce.errors import DepinduceError, InputError, UsageError
 
 PAD = "<pad>"
 UNK = "<unk>"
@@ -44,7 +44,7 @@ class Vocab:
         self.itos: list[str] = list(SPECIALS) + [w for w in words if w not in SPECIALS]
         self.stoi: dict[str, int] = {w: i for i, w in enumerate(self.itos)}
         if len(self.stoi) != len(self.itos):
-            raise DepinduceError("vocabulary lists a word twice")
+            raise UsageError("vocabulary lists a word twice")
         self.counts: list[int] = list(counts) if counts is not None else []
         self.normalization = normalization or Normalization()
         self.min_freq = min_freq
@@ -62,9 +62,9 @@ class Vocab:
         """Words of (already normalised) ``sentences`` seen at least ``min_freq`` times, the ``max_vocab`` most
         frequent of them when given (specials not counted)."""
         if min_freq < 1:
-            raise DepinduceError(f"--min-freq must be at least 1, not {min_freq}")
+            raise UsageError(f"--min-freq must be at least 1, not {min_freq}")
         if max_vocab is not None and max_vocab < 1:
-            raise DepinduceError(f"--max-vocab must be at least 1, not {max_vocab}")
+            raise UsageError(f"--max-vocab must be at least 1, not {max_vocab}")
         counter: Counter[str] = Counter()
         for sentence in sentences:
             counter.update(sentence)

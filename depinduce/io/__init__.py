@@ -3,7 +3,8 @@
 Input formats (``read_sentences``): ``conllu``, ``conllx``, ``tabular`` (nltk dependency_treebank's
 ``word TAG head [label]``), ``brackets`` (PTB or unlabelled trees), or ``auto`` (see :mod:`.detect`).
 Output formats (``write_sentences``): ``conllu``, ``conllx``, ``brackets``, ``jsonl``; writers stream, one
-sentence at a time, so a generator of parsed sentences is never held in memory.
+sentence at a time, so a generator of parsed sentences is never held in memory.  (The pictures ``html`` and
+``svg`` are drawn by :mod:`depinduce.pictures`, a layer above this one.)
 
 Every malformation in an input becomes an :class:`~depinduce.errors.InputError` ``FILE:LINE: problem``.
 ``check_trees`` (default True) also rejects heads that do not form a tree (several roots, a cycle, a word
@@ -17,8 +18,8 @@ from collections.abc import Callable, Iterable
 from os import PathLike
 from typing import TextIO
 
-from depinduce.data.sentence import Sentence
-from depinduce.errors import DepinduceError
+from depinduce.structures.sentence import Sentence
+from depinduce.errors import UsageError
 from depinduce.io.brackets import parse_brackets_text, read_brackets, tree_to_brackets, write_brackets
 from depinduce.io.conllu_format import format_conllu, parse_conllu_text, read_conllu, write_conllu, write_conllu_full
 from depinduce.io.conllx import format_conllx, parse_conllx_text, read_conllx, write_conllx
@@ -52,7 +53,7 @@ def read_sentences(
     the file decide (see :mod:`.brackets`).
     """
     if fmt not in INPUT_FORMATS:
-        raise DepinduceError(f"unknown input format '{fmt}'; choose one of {', '.join(INPUT_FORMATS)}")
+        raise UsageError(f"unknown input format '{fmt}'; choose one of {', '.join(INPUT_FORMATS)}")
     name = display_name(path)
     text = read_text(path)  # read once: stdin cannot be read again after detection
     if fmt == "auto":
@@ -73,7 +74,7 @@ def write_sentences(sentences: Iterable[Sentence], stream: TextIO, fmt: str) -> 
     try:
         writer = _WRITERS[fmt]
     except KeyError:
-        raise DepinduceError(f"unknown output format '{fmt}'; choose one of {', '.join(OUTPUT_FORMATS)}") from None
+        raise UsageError(f"unknown output format '{fmt}'; choose one of {', '.join(OUTPUT_FORMATS)}") from None
     return writer(sentences, stream)
 
 

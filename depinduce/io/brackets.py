@@ -30,8 +30,8 @@ from typing import TextIO, Union
 
 from nltk import Tree
 
-from depinduce.data.sentence import Sentence
-from depinduce.errors import DepinduceError, InputError
+from depinduce.structures.sentence import Sentence
+from depinduce.errors import InputError, UsageError
 from depinduce.io.lines import display_name, no_sentences, read_text, split_lines
 
 TAG_LIKE_SHARE = 0.9
@@ -227,6 +227,6 @@ def write_brackets(sentences: Iterable[Sentence], stream: TextIO) -> int:
     count = 0
     for count, sentence in enumerate(sentences, start=1):
         if sentence.tree is None:
-            raise DepinduceError(f"sentence {count}: has no constituency tree to write as brackets")
+            raise UsageError(f"sentence {count}: has no constituency tree to write as brackets")
         stream.write(tree_to_brackets(sentence.tree) + "\n")
     return count

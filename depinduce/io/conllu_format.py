@@ -27,8 +27,8 @@ from conllu.exceptions import ParseException
 from conllu.models import Metadata, Token, TokenList
 from conllu.parser import DEFAULT_FIELDS, DEFAULT_FIELD_PARSERS, parse_nullable_value, parse_token_and_metadata
 
-from depinduce.data.sentence import Sentence
-from depinduce.errors import DepinduceError, InputError
+from depinduce.structures.sentence import Sentence
+from depinduce.errors import InputError, UsageError
 from depinduce.io.heads import check_heads, collect_heads, parse_head
 from depinduce.io.lines import Block, display_name, no_sentences, read_text, split_blocks, split_lines
 
@@ -239,8 +239,8 @@ def _clean_text(text: str) -> str:
 
 def _check_form(word: str, ordinal: int) -> None:
     if not word or word != word.strip() or any(c in word for c in "\t\n\r"):
-        raise DepinduceError(f"sentence {ordinal}: cannot write the word {word!r} in CoNLL format "
-                             "(empty, or with a tab, line break or surrounding space)")
+        raise UsageError(f"sentence {ordinal}: cannot write the word {word!r} in CoNLL format "
+                         "(empty, or with a tab, line break or surrounding space)")
 
 
 class SentIds:
@@ -296,7 +296,7 @@ def _copy_source(source: TokenList) -> TokenList:
 def conllu_tokens(sentence: Sentence, ordinal: int, sent_ids: SentIds) -> TokenList:
     """The TokenList (with metadata) that represents ``sentence`` in CoNLL-U output."""
     if not sentence.words:
-        raise DepinduceError(f"sentence {ordinal}: cannot write an empty sentence in CoNLL-U")
+        raise UsageError(f"sentence {ordinal}: cannot write an empty sentence in CoNLL-U")
     for word in sentence.words:
         _check_form(word, ordinal)
     source = sentence.source if isinstance(sentence.source, TokenList) else None
@@ -312,10 +312,10 @@ def conllu_tokens(sentence: Sentence, ordinal: int, sent_ids: SentIds) -> TokenL
     words = [t for t in tokens if isinstance(t.get("id"), int)]
     if sentence.heads is not None:
         if len(sentence.heads) != len(words):
-            raise DepinduceError(f"sentence {ordinal}: {len(sentence.heads)} heads for {len(words)} words")
+            raise UsageError(f"sentence {ordinal}: {len(sentence.heads)} heads for {len(words)} words")
         deprels = sentence.deprels if sentence.deprels is not None else default_deprels(sentence.heads)
         if len(deprels) != len(words):
-            raise DepinduceError(f"sentence {ordinal}: {len(deprels)} labels for {len(words)} words")
+            raise UsageError(f"sentence {ordinal}: {len(deprels)} labels for {len(words)} words")
         for token, head, deprel, fallback in zip(words, sentence.heads, deprels, default_deprels(sentence.heads)):
             token["head"] = head
             token["deprel"] = deprel if deprel not in (None, "", "_") else fallback

@@ -19,8 +19,8 @@ from typing import TextIO
 from conllu.models import TokenList
 from conllu.serializer import serialize_field
 
-from depinduce.data.sentence import Sentence
-from depinduce.errors import DepinduceError, InputError
+from depinduce.structures.sentence import Sentence
+from depinduce.errors import InputError, UsageError
 from depinduce.io.conllu_format import UPOS_TAGS, default_deprels
 from depinduce.io.heads import check_heads, collect_heads, parse_head
 from depinduce.io.lines import Block, display_name, no_sentences, read_text, split_blocks, split_lines
@@ -92,7 +92,7 @@ def _field(value: object) -> str:
     if not text:
         return "_"
     if "\t" in text or "\n" in text or "\r" in text:
-        raise DepinduceError(f"cannot write {text!r} in a CoNLL-X column (it contains a tab or line break)")
+        raise UsageError(f"cannot write {text!r} in a CoNLL-X column (it contains a tab or line break)")
     return text
 
 
@@ -100,17 +100,17 @@ def format_conllx(sentence: Sentence, ordinal: int = 1) -> str:
     """One sentence as CoNLL-X lines followed by the empty line that ends it."""
     n = len(sentence.words)
     if n == 0:
-        raise DepinduceError(f"sentence {ordinal}: cannot write an empty sentence in CoNLL-X")
+        raise UsageError(f"sentence {ordinal}: cannot write an empty sentence in CoNLL-X")
     if sentence.heads is None:
-        raise DepinduceError(f"sentence {ordinal}: has no heads to write in CoNLL-X")
+        raise UsageError(f"sentence {ordinal}: has no heads to write in CoNLL-X")
     if len(sentence.heads) != n:
-        raise DepinduceError(f"sentence {ordinal}: {len(sentence.heads)} heads for {n} words")
+        raise UsageError(f"sentence {ordinal}: {len(sentence.heads)} heads for {n} words")
     upos = sentence.upos or ["_"] * n
     xpos = sentence.xpos or ["_"] * n
     fallback = default_deprels(sentence.heads)
     deprels = sentence.deprels or fallback
     if len(deprels) != n:
-        raise DepinduceError(f"sentence {ordinal}: {len(deprels)} labels for {n} words")
+        raise UsageError(f"sentence {ordinal}: {len(deprels)} labels for {n} words")
     source_words = []
     if isinstance(sentence.source, TokenList):
         source_words = [t for t in sentence.source if isinstance(t.get("id"), int)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.errors import InputError
 from depinduce.io.conllu_format import read_conllu
 
@@ -25,16 +25,22 @@ def read_initial_parse(path: str | Path, sentences: Sequence[Sentence]) -> list[
     parsed = read_conllu(name)
     if len(parsed) != len(sentences):
         raise InputError(name, None, f"has {len(parsed)} sentences, the input has {len(sentences)}")
-    out: list[InitialGraph] = []
-    for k, (init, target) in enumerate(zip(parsed, sentences), start=1):
-        if [w.lower() for w in init.words] != [w.lower() for w in target.words]:
-            first = next((i for i, (a, b) in enumerate(zip(init.words, target.words)) if a.lower() != b.lower()),
-                         min(len(init.words), len(target.words)))
-            seen = init.words[first] if first < len(init.words) else "<end of sentence>"
-            wanted = target.words[first] if first < len(target.words) else "<end of sentence>"
-            raise InputError(name, init.line, f"sentence {k} differs from the input at token {first + 1}: "
-                                              f"{seen!r} where the input has {wanted!r}")
-        if init.heads is None:
-            raise InputError(name, init.line, f"sentence {k} has no heads ('_'): an initial graph needs them")
-        out.append((list(init.heads), list(init.deprels or ["_"] * len(init.words))))
-    return out
+    return [initial_graph(init, target, k, name, init.line)
+            for k, (init, target) in enumerate(zip(parsed, sentences), start=1)]
+
+
+def initial_graph(init: Sentence, target: Sentence, number: int, name: str, line: int | None) -> InitialGraph:
+    """One sentence's initial graph, refused unless ``init`` holds ``target``'s tokens and has heads.
+
+    ``number`` is the sentence's 1-based position, ``name`` the graphs' source and ``line`` where ``init`` starts
+    in it (None for graphs in memory), for the error line."""
+    if [w.lower() for w in init.words] != [w.lower() for w in target.words]:
+        first = next((i for i, (a, b) in enumerate(zip(init.words, target.words)) if a.lower() != b.lower()),
+                     min(len(init.words), len(target.words)))
+        seen = init.words[first] if first < len(init.words) else "<end of sentence>"
+        wanted = target.words[first] if first < len(target.words) else "<end of sentence>"
+        raise InputError(name, line, f"sentence {number} differs from the input at token {first + 1}: "
+                                          f"{seen!r} where the input has {wanted!r}")
+    if init.heads is None:
+        raise InputError(name, line, f"sentence {number} has no heads ('_'): an initial graph needs them")
+    return list(init.heads), list(init.deprels or ["_"] * len(init.words))

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.io.brackets import tree_to_brackets
 
 

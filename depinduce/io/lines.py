@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
-from depinduce.errors import DepinduceError, InputError
+from depinduce.errors import InputError, NotFoundError, ResourceError
 
 STDIN_NAME = "<stdin>"
 
@@ -50,9 +50,11 @@ def read_bytes(path: str | PathLike[str]) -> bytes:
     try:
         return Path(path).read_bytes()
     except IsADirectoryError as exc:
-        raise DepinduceError(f"{path}: is a directory, not a file") from exc
-    except OSError as exc:
-        raise DepinduceError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        raise NotFoundError(f"{path}: is a directory, not a file") from exc
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise NotFoundError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    except OSError as exc:  # permissions, I/O errors: the file is there but cannot be read
+        raise ResourceError(f"{path}: cannot read ({exc.strerror or exc})") from exc
 
 
 def decode_utf8(data: bytes, name: str) -> str:

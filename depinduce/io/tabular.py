@@ -7,7 +7,7 @@ the whole file (3, or 4 with a dependency label), so a stray column is reported 
 
 from __future__ import annotations
 
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.errors import InputError
 from depinduce.io.heads import check_heads, collect_heads, parse_head
 from depinduce.io.lines import Block, display_name, no_sentences, read_text, split_blocks, split_lines

@@ -16,8 +16,8 @@ from os import PathLike
 
 from depinduce.data.normalize import Normalization
 from depinduce.data.punct import PunctRule, auto_rule, is_punct_form, punct_mask
-from depinduce.data.sentence import Sentence
-from depinduce.errors import DepinduceError, InputError
+from depinduce.structures.sentence import Sentence
+from depinduce.errors import InputError, UsageError
 from depinduce.metrics.constituency import SpanCounts, score_spans
 from depinduce.metrics.dependency import DependencyCounts, score_heads
 from depinduce.metrics.protocol import PUNCT_RULES, Protocol
@@ -129,9 +129,9 @@ def evaluate(
     """
     gold_name, pred_name = str(gold_path), str(pred_path)
     if punct_rule not in PUNCT_RULES:
-        raise DepinduceError(f"unknown punctuation rule {punct_rule!r}; choose one of {', '.join(PUNCT_RULES)}")
+        raise UsageError(f"unknown punctuation rule {punct_rule!r}; choose one of {', '.join(PUNCT_RULES)}")
     if max_length is not None and max_length < 1:
-        raise DepinduceError(f"--max-length must be at least 1, not {max_length}")
+        raise UsageError(f"--max-length must be at least 1, not {max_length}")
     if len(gold) != len(pred):
         # point at the first sentence without a counterpart, in the longer file
         longer, name, other = (pred, pred_name, gold_name) if len(pred) > len(gold) else (gold, gold_name, pred_name)
@@ -148,7 +148,7 @@ def evaluate(
     do_dep = gold_heads and pred_heads
     do_con = gold_trees and (pred_trees or pred_heads)
     if not (do_dep or do_con):
-        raise DepinduceError(
+        raise UsageError(
             f"nothing to score: {gold_name} has {_annotation(gold_heads, gold_trees)} and {pred_name} has "
             f"{_annotation(pred_heads, pred_trees)}; dependency metrics need heads on both sides, UF1 needs "
             "gold trees and predicted trees or heads"

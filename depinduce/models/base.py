@@ -14,11 +14,11 @@ from typing import ClassVar, Literal
 
 import torch
 
-from depinduce.data.sentence import Sentence
-from depinduce.errors import DepinduceError
+from depinduce.structures.sentence import Sentence
+from depinduce.errors import ModelError
 from depinduce.io.initial_graphs import InitialGraph
 
-Objective = Literal["mlm", "lm", "supervised", "none"]
+Objective = Literal["mlm", "lm", "supervised", "em", "none"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,9 @@ class Capabilities:
     # Reads whole sentences — every token, punctuation included, with their UPOS — through
     # :meth:`Backend.parse_sentences` instead of the punctuation-free words of :meth:`Backend.parse_scores`.
     whole_sentences: bool = False
+    # Reads the visible (punctuation-free) tokens with their tags: :meth:`Backend.parse_sentences` gets them as
+    # Sentences (words, UPOS, XPOS) with punctuation hidden as for :meth:`Backend.parse_scores` (the DMV).
+    reads_tags: bool = False
     # Refines a given initial dependency graph (``parse --init``, ``--iterations``).
     refines: bool = False
     # Gives ``ParseScores.fixed_heads`` instead of a score matrix: memory linear in the sentence length, so
@@ -103,26 +106,26 @@ class Backend(ABC):
     def load(cls, run_dir: Path | None, *, device: str = "cpu", seed: int = 0) -> "Backend":
         """Build a ready-to-parse backend: from a run directory, or untrained when ``run_dir`` is None.
 
-        A trainable backend given no run directory raises :class:`~depinduce.errors.DepinduceError`.
+        A trainable backend given no run directory raises :class:`~depinduce.errors.ModelError`.
         """
 
     def select_channel(self, channel: int | None) -> None:
         """Score heads with channel ``channel`` (1-based) alone instead of the average of the backend's several
         head channels (``parse --channel``); None restores the average.  A backend with several head channels
         overrides this and refuses a channel out of its range; the others have none to select."""
-        raise DepinduceError(f"model '{self.name}' has no head channels; --channel applies only to backends "
-                             "with several head channels")
+        raise ModelError(f"model '{self.name}' has no head channels; --channel applies only to backends "
+                         "with several head channels")
 
     def set_iterations(self, iterations: int) -> None:
         """Refine at most ``iterations`` times (``parse --iterations``); only refining backends have iterations."""
-        raise DepinduceError(f"model '{self.name}' does not refine a graph; --iterations applies to refining "
-                             "backends (rngtr)")
+        raise ModelError(f"model '{self.name}' does not refine a graph; --iterations applies to refining "
+                         "backends (rngtr)")
 
     def parse_sentences(self, sentences: Sequence[Sentence],
                         init: Sequence[InitialGraph | None] | None = None) -> list[ParseScores]:
         """Scores over every token of whole sentences (``capabilities.whole_sentences``), optionally refining
         one initial graph per sentence (``capabilities.refines``; None = start from no graph)."""
-        raise DepinduceError(f"model '{self.name}' reads punctuation-free words only")
+        raise ModelError(f"model '{self.name}' reads punctuation-free words only")
 
     @abstractmethod
     def parse_scores(self, sentences: Sequence[Sequence[str]]) -> list[ParseScores]:

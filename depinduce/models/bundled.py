@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from depinduce.checksum import sha256_file
-from depinduce.errors import DepinduceError
+from depinduce.errors import ModelError
 
 BUNDLED_NAME = "default"
 RUNS_DIR = Path("runs")
@@ -32,8 +32,8 @@ def model_card() -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise DepinduceError(f"{path}: the bundled model's card is missing or unreadable ({exc}); "
-                             "reinstall depinduce") from exc
+        raise ModelError(f"{path}: the bundled model's card is missing or unreadable ({exc}); "
+                         "reinstall depinduce") from exc
 
 
 def verified_bundled_dir() -> Path:
@@ -42,7 +42,7 @@ def verified_bundled_dir() -> Path:
     expected = model_card().get("model_sha256")
     weights = folder / "model.pt"
     if not weights.is_file() or sha256_file(weights) != expected:
-        raise DepinduceError(f"{weights}: missing or does not match its card's sha256; reinstall depinduce")
+        raise ModelError(f"{weights}: missing or does not match its card's sha256; reinstall depinduce")
     return folder
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from depinduce.errors import DepinduceError
+from depinduce.errors import RecipeError
 
 
 class ConfigChecks:
-    """Checks on the fields of ``config``; every failure is ``DepinduceError('<model>: <problem>')``."""
+    """Checks on the fields of ``config``; every failure is ``RecipeError('<model>: <problem>')``."""
 
     def __init__(self, model: str, config: Any) -> None:
         self.model = model
@@ -19,7 +19,7 @@ class ConfigChecks:
 
     def need(self, ok: bool, problem: str) -> None:
         if not ok:
-            raise DepinduceError(f"{self.model}: {problem}")
+            raise RecipeError(f"{self.model}: {problem}")
 
     def positive_ints(self, *names: str) -> None:
         for name in names:

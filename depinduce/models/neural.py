@@ -29,7 +29,7 @@ import torch
 from depinduce.data.files import load_yaml, read_text_file
 from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
-from depinduce.errors import DepinduceError
+from depinduce.errors import InputError, ModelError, NotFoundError, RecipeError
 from depinduce.models.base import Backend, ParseScores
 
 
@@ -39,7 +39,7 @@ def build_config(config_class: type, values: Mapping[str, Any] | None, *, where:
     names = {f.name for f in dataclasses.fields(config_class)}
     unknown = sorted(set(values) - names)
     if unknown:
-        raise DepinduceError(f"{where}: unknown model option(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+        raise RecipeError(f"{where}: unknown model option(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
     return config_class(**values)
 
 
@@ -54,13 +54,13 @@ def torch_load_weights_only(path: Path) -> Any:
 def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
     """Read a checkpoint with ``weights_only=True``; a missing, corrupted or foreign file is a one-line error."""
     if not path.is_file():
-        raise DepinduceError(f"{path}: checkpoint not found")
+        raise NotFoundError(f"{path}: checkpoint not found")
     try:
         state = torch_load_weights_only(path)
     except Exception as exc:  # torch raises many types for truncated/foreign files
-        raise DepinduceError(f"{path}: not a readable depinduce checkpoint ({exc.__class__.__name__})") from exc
+        raise ModelError(f"{path}: not a readable depinduce checkpoint ({exc.__class__.__name__})") from exc
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise DepinduceError(f"{path}: not a model state dict")
+        raise ModelError(f"{path}: not a model state dict")
     return state
 
 
@@ -96,20 +96,20 @@ class NeuralBackend(Backend, torch.nn.Module):
         if not cls.needs_tags:
             return cls(config, vocab)
         if tags is None:
-            raise DepinduceError(f"model '{cls.name}' needs UPOS/label vocabularies (tags.json)")
+            raise ModelError(f"model '{cls.name}' needs UPOS/label vocabularies (tags.json)")
         return cls(config, vocab, tags)  # type: ignore[call-arg]
 
     @classmethod
     def load(cls, run_dir: Path | None, *, device: str = "cpu", seed: int = 0) -> "NeuralBackend":
         if run_dir is None:
-            raise DepinduceError(
+            raise ModelError(
                 f"model '{cls.name}' must be trained first: pass a run directory made by "
                 f"'depinduce train --model {cls.name}' to --model"
             )
         config_path = run_dir / "config.yaml"
         config = load_yaml(read_text_file(config_path, "run configuration"), config_path) or {}
         if not isinstance(config, dict):
-            raise DepinduceError(f"{config_path}: not a run configuration (a mapping with model, model_config)")
+            raise InputError(config_path, None, "not a run configuration (a mapping with model, model_config)")
         vocab = Vocab.load(run_dir / "vocab.json")
         tags = TagVocab.load(run_dir / "tags.json") if cls.needs_tags else None
         model = cls.from_config(config.get("model_config"), vocab, where=str(config_path), tags=tags)
@@ -118,7 +118,7 @@ class NeuralBackend(Backend, torch.nn.Module):
             model.load_state_dict(state)
         except RuntimeError as exc:
             first = str(exc).strip().splitlines()[0]
-            raise DepinduceError(f"{run_dir / 'model.pt'}: does not fit the configured model ({first})") from exc
+            raise ModelError(f"{run_dir / 'model.pt'}: does not fit the configured model ({first})") from exc
         train = config.get("train")
         if isinstance(train, dict) and isinstance(train.get("decoder"), str):
             model.default_decoder = train["decoder"]  # parse decodes as the run's dev evaluation did

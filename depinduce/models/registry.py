@@ -10,7 +10,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
 from depinduce.data.files import load_yaml, read_text_file
-from depinduce.errors import DepinduceError
+from depinduce.errors import InputError, ModelError
 from depinduce.models.base import Backend
 from depinduce.models.bundled import BUNDLED_NAME, model_card, verified_bundled_dir
 
@@ -29,11 +29,11 @@ class Registration:
         try:
             cls = self.entry_point.load()
         except Exception as exc:  # a broken plugin must not take the CLI down with a traceback
-            raise DepinduceError(
+            raise ModelError(
                 f"backend '{self.name}' from {self.provider} failed to load ({self.entry_point.value}): {exc}"
             ) from exc
         if not (isinstance(cls, type) and issubclass(cls, Backend)):
-            raise DepinduceError(
+            raise ModelError(
                 f"backend '{self.name}' from {self.provider} ({self.entry_point.value}) is not a depinduce Backend"
             )
         return cls
@@ -55,7 +55,7 @@ def registrations() -> dict[str, Registration]:
         if previous is not None:
             if previous.entry_point.value == ep.value and previous.provider == reg.provider:
                 continue  # the same distribution seen twice on sys.path (e.g. an editable install)
-            raise DepinduceError(
+            raise ModelError(
                 f"backend '{ep.name}' is registered twice: by {previous.provider} ({previous.entry_point.value}) "
                 f"and by {reg.provider} ({ep.value}); uninstall one of them"
             )
@@ -68,7 +68,7 @@ def backend_class(name: str) -> type[Backend]:
     regs = registrations()
     if name not in regs:
         known = ", ".join(regs) or "none"
-        raise DepinduceError(f"unknown model '{name}'; registered backends: {known}")
+        raise ModelError(f"unknown model '{name}'; registered backends: {known}")
     return regs[name].load_class()
 
 
@@ -76,10 +76,10 @@ def run_dir_model_name(run_dir: Path) -> str:
     """The backend name recorded in a run directory's ``config.yaml`` (key ``model``)."""
     config_path = run_dir / "config.yaml"
     if not config_path.is_file():
-        raise DepinduceError(f"{run_dir}: not a run directory (no config.yaml)")
+        raise ModelError(f"{run_dir}: not a run directory (no config.yaml)")
     config = load_yaml(read_text_file(config_path, "run configuration"), config_path)
     if not isinstance(config, dict) or not isinstance(config.get("model"), str):
-        raise DepinduceError(f"{config_path}: no 'model' key naming the backend")
+        raise InputError(config_path, None, "no 'model' key naming the backend")
     return config["model"]
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from depinduce.errors import DepinduceError
+from depinduce.errors import UsageError
 from depinduce.structures.eisner import eisner_batch, eisner_single
 from depinduce.structures.mst import chu_liu_edmonds
 
@@ -55,7 +55,7 @@ def argmax_heads(scores: Any, root: int | None = None) -> list[int]:
 
 def _check_method(method: str) -> None:
     if method not in DECODERS:
-        raise DepinduceError(f"unknown decoder {method!r}; choose one of {', '.join(DECODERS)}")
+        raise UsageError(f"unknown decoder {method!r}; choose one of {', '.join(DECODERS)}")
 
 
 def decode_heads(scores: Any, method: str = "mst") -> list[int]:

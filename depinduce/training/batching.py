@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from depinduce.data.vocab import Vocab
-from depinduce.errors import DepinduceError, InputError
+from depinduce.errors import InputError, RecipeError
 from depinduce.io.lines import display_name, read_text
 from depinduce.models.neural import pad_batch
 
@@ -132,8 +132,8 @@ class TokenStream:
         mine = flat[rank * share : (rank + 1) * share]
         length = len(mine) // n_streams
         if length < 2:
-            raise DepinduceError(f"{len(flat):,} tokens of text are too few for {n_streams} streams per rank x "
-                                 f"{world_size} rank(s); lower batch_tokens or raise bptt")
+            raise RecipeError(f"{len(flat):,} tokens of text are too few for {n_streams} streams per rank x "
+                              f"{world_size} rank(s); lower batch_tokens or raise bptt")
         self.data = torch.tensor(mine[: length * n_streams], dtype=torch.long).view(n_streams, length)
         self.bptt = bptt
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from depinduce.errors import DepinduceError
+from depinduce.errors import ModelError, NotFoundError
 from depinduce.models.neural import torch_load_weights_only
 
 FORMAT = "depinduce-train-state"
@@ -112,23 +112,23 @@ def _as_python_state(value: Any) -> tuple:
 def load_train_state(path: Path) -> dict[str, Any]:
     """Read ``last.pt`` with ``weights_only=True``; missing, corrupted or foreign files are one-line errors."""
     if not path.is_file():
-        raise DepinduceError(f"{path}: no training checkpoint to resume from")
+        raise NotFoundError(f"{path}: no training checkpoint to resume from")
     try:
         state = torch_load_weights_only(path)
     except Exception as exc:  # truncated zip, pickle garbage, a foreign object: torch raises many types
-        raise DepinduceError(
+        raise ModelError(
             f"{path}: not a readable depinduce checkpoint ({exc.__class__.__name__}); "
             "it may be truncated or corrupted"
         ) from exc
     if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise DepinduceError(f"{path}: not a depinduce training checkpoint (no '{FORMAT}' marker)")
+        raise ModelError(f"{path}: not a depinduce training checkpoint (no '{FORMAT}' marker)")
     if state.get("version") != VERSION:
-        raise DepinduceError(f"{path}: training checkpoint version {state.get('version')!r}; this depinduce "
-                             f"reads version {VERSION}")
+        raise ModelError(f"{path}: training checkpoint version {state.get('version')!r}; this depinduce "
+                         f"reads version {VERSION}")
     missing = [k for k in REQUIRED if k not in state]
     if missing:
-        raise DepinduceError(f"{path}: incomplete training checkpoint (missing {', '.join(missing)})")
+        raise ModelError(f"{path}: incomplete training checkpoint (missing {', '.join(missing)})")
     model = state["model"]
     if not isinstance(model, dict) or not all(isinstance(v, torch.Tensor) for v in model.values()):
-        raise DepinduceError(f"{path}: the checkpoint's model is not a state dict")
+        raise ModelError(f"{path}: the checkpoint's model is not a state dict")
     return state

@@ -28,7 +28,7 @@ from typing import Any, Literal
 import yaml
 
 from depinduce.data.files import load_yaml, read_text_file
-from depinduce.errors import DepinduceError, InputError
+from depinduce.errors import InputError, RecipeError, RunDirectoryError, UsageError
 
 SelectMetric = Literal[
     "dev_loss", "dev_ppl", "dev_dda", "dev_uda", "dev_root_accuracy", "dev_las", "dev_uf1", "dev_uf1_corpus",
@@ -102,6 +102,10 @@ class TrainConfig:
     # Minutes this recipe is sized for: training stops cleanly (evaluated, checkpointed) within them; --max-time
     # overrides it; null: no budget (the epochs decide).  Per invocation, as --max-time.
     max_time: float | None = None
+    # Training tokens (the words of the training batches, summed over ranks) the whole run may read: it stops
+    # cleanly (evaluated, checkpointed) once it has read them, on any machine; --max-tokens overrides it; null: no
+    # token budget.  Counted over the run, resumes included (unlike max_time).
+    max_tokens: int | None = None
     # DDP only: set when the backend has parameters that some batches do not use.
     find_unused_parameters: bool = False
 
@@ -132,13 +136,15 @@ class TrainConfig:
                 problems.append(f"{name} must not be negative")
         if self.max_time is not None and not (self.max_time > 0 and math.isfinite(self.max_time)):
             problems.append("max_time must be a positive number of minutes (or null)")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            problems.append("max_tokens must be a positive number of training tokens (or null)")
         if self.patience is not None and self.patience < 1:
             problems.append("patience must be at least 1 (or null)")
         if self.lm_mode == "continuous" and self.batch_tokens < self.bptt:
             problems.append(f"continuous text needs batch_tokens ({self.batch_tokens}) of at least one bptt "
                             f"({self.bptt}): batch_tokens // bptt streams are read in parallel")
         if problems:
-            raise DepinduceError(f"{where}: {'; '.join(problems)}")
+            raise RecipeError(f"{where}: {'; '.join(problems)}")
 
 
 @dataclass
@@ -281,7 +287,7 @@ def field_types(config_class: type) -> dict[str, Any]:
 def _checked(values: Mapping[str, Any], types_: Mapping[str, Any], section: str, where: str) -> dict[str, Any]:
     unknown = sorted(set(values) - set(types_))
     if unknown:
-        raise DepinduceError(
+        raise RecipeError(
             f"{where}: unknown {section} key(s) {', '.join(unknown)}; known: {', '.join(sorted(types_))}"
         )
     out = {}
@@ -289,7 +295,7 @@ def _checked(values: Mapping[str, Any], types_: Mapping[str, Any], section: str,
         try:
             out[key] = check_value(value, types_[key])
         except _Mismatch:
-            raise DepinduceError(
+            raise RecipeError(
                 f"{where}: {section}.{key} must be {describe(types_[key])}, not {value!r}"
             ) from None
     return out
@@ -328,7 +334,7 @@ def parse_override(item: str) -> tuple[str, str]:
     key, sep, value = item.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise DepinduceError(f"--set expects KEY=VALUE, not {item!r}")
+        raise RecipeError(f"--set expects KEY=VALUE, not {item!r}")
     return key, value
 
 
@@ -346,9 +352,9 @@ def resolve_config(
     recipe_model = recipe.get("model")
     name = model_name or recipe_model
     if name is None:
-        raise DepinduceError("no model given: pass --model NAME or a recipe with a 'model' key")
+        raise UsageError("no model given: pass --model NAME or a recipe with a 'model' key")
     if recipe_model is not None and model_name is not None and recipe_model != model_name:
-        raise DepinduceError(f"{where} is for model '{recipe_model}' but --model is '{model_name}'")
+        raise RecipeError(f"{where} is for model '{recipe_model}' but --model is '{model_name}'")
     model_types = field_types(model_config_class)
     train_types = field_types(TrainConfig)
     model_values = _checked(recipe.get("model_config") or {}, model_types, "model_config", where)
@@ -379,7 +385,7 @@ def _build_model_config(model_config_class: type, values: Mapping[str, Any], whe
     try:
         return model_config_class(**values)
     except (TypeError, ValueError) as exc:
-        raise DepinduceError(f"{where}: invalid model_config ({exc})") from exc
+        raise RecipeError(f"{where}: invalid model_config ({exc})") from exc
 
 
 def _locate(key: str, model_types: Mapping[str, Any], train_types: Mapping[str, Any]) -> tuple[str, str]:
@@ -387,19 +393,19 @@ def _locate(key: str, model_types: Mapping[str, Any], train_types: Mapping[str, 
     section, dot, rest = key.partition(".")
     if dot:
         if section not in ("train", "model_config"):
-            raise DepinduceError(f"--set {key}: the prefix must be 'train.' or 'model_config.'")
+            raise RecipeError(f"--set {key}: the prefix must be 'train.' or 'model_config.'")
         types_ = train_types if section == "train" else model_types
         if rest not in types_:
-            raise DepinduceError(f"--set {key}: unknown {section} key '{rest}'; known: {', '.join(sorted(types_))}")
+            raise RecipeError(f"--set {key}: unknown {section} key '{rest}'; known: {', '.join(sorted(types_))}")
         return section, rest
     in_train, in_model = key in train_types, key in model_types
     if in_train and in_model:
-        raise DepinduceError(f"--set {key}: both a training and a model key; write train.{key} or model_config.{key}")
+        raise RecipeError(f"--set {key}: both a training and a model key; write train.{key} or model_config.{key}")
     if in_train:
         return "train", key
     if in_model:
         return "model_config", key
-    raise DepinduceError(
+    raise RecipeError(
         f"--set {key}: unknown key; training keys: {', '.join(sorted(train_types))}; "
         f"model keys: {', '.join(sorted(model_types)) or 'none'}"
     )
@@ -421,9 +427,9 @@ def load_run_config(run_dir: Path, model_config_class_for: Any) -> ResolvedConfi
     """
     path = run_dir / "config.yaml"
     if not path.is_file():
-        raise DepinduceError(f"{run_dir}: not a run directory (no config.yaml); nothing to resume")
+        raise RunDirectoryError(f"{run_dir}: not a run directory (no config.yaml); nothing to resume")
     data = load_recipe(path)
     if not data.get("model"):
-        raise DepinduceError(f"{path}: no 'model' key naming the backend")
+        raise InputError(path, None, "no 'model' key naming the backend")
     return resolve_config(model_name=data["model"], model_config_class=model_config_class_for(data["model"]),
                           recipe=data, where=str(path))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from depinduce.errors import DepinduceError
+from depinduce.errors import NotFoundError
 from depinduce.models.bundled import RUNS_DIR  # where parse looks for the newest run
 
 DEFAULT_DATA_DIR = Path("data") / "ptb"
@@ -32,8 +32,8 @@ def recipe_path(arg: str | Path) -> Path:
     bundled = bundled_recipes_dir() / f"{path.name}.yaml"
     if bundled.is_file():
         return bundled
-    raise DepinduceError(f"{arg}: no such recipe file, and no bundled recipe of that name; bundled: "
-                         f"{', '.join(bundled_recipe_names())}")
+    raise NotFoundError(f"{arg}: no such recipe file, and no bundled recipe of that name; bundled: "
+                        f"{', '.join(bundled_recipe_names())}")
 
 
 def default_recipe(recipes: dict[str, str], device: str, model: str) -> Path | None:
@@ -45,7 +45,7 @@ def default_recipe(recipes: dict[str, str], device: str, model: str) -> Path | N
         return None
     path = bundled_recipes_dir() / f"{name}.yaml"
     if not path.is_file():
-        raise DepinduceError(f"model '{model}' names the default recipe '{name}', which is not installed")
+        raise NotFoundError(f"model '{model}' names the default recipe '{name}', which is not installed")
     return path
 
 
@@ -54,8 +54,8 @@ def default_data_dir(data_dir: Path | None) -> Path:
     if data_dir is not None:
         return data_dir
     if not DEFAULT_DATA_DIR.is_dir():
-        raise DepinduceError(f"{DEFAULT_DATA_DIR}: no data folder here; run `depinduce preprocess ptb` first "
-                             "(or pass --data DIR)")
+        raise NotFoundError(f"{DEFAULT_DATA_DIR}: no data folder here; run `depinduce preprocess ptb` first "
+                            "(or pass --data DIR)")
     return DEFAULT_DATA_DIR
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from depinduce.errors import DepinduceError
+from depinduce.errors import ResourceError, UsageError
 
 
 @dataclass
@@ -86,17 +86,17 @@ def resolve_device(choice: str, local_rank: int = 0) -> torch.device:
         return torch.device("cpu")
     if choice.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise DepinduceError(f"--device {choice}: this torch build or machine has no CUDA device")
+            raise ResourceError(f"--device {choice}: this torch build or machine has no CUDA device")
         if choice == "cuda":
             return torch.device("cuda", local_rank % torch.cuda.device_count())
         try:
             device = torch.device(choice)
         except RuntimeError:
-            raise DepinduceError(f"--device {choice}: not a device name") from None
+            raise UsageError(f"--device {choice}: not a device name") from None
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise DepinduceError(f"--device {choice}: only {torch.cuda.device_count()} CUDA device(s)")
+            raise ResourceError(f"--device {choice}: only {torch.cuda.device_count()} CUDA device(s)")
         return device
-    raise DepinduceError(f"--device must be auto, cpu, cuda or cuda:N, not {choice!r}")
+    raise UsageError(f"--device must be auto, cpu, cuda or cuda:N, not {choice!r}")
 
 
 def setup(device_choice: str) -> DistContext:

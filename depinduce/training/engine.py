@@ -12,7 +12,8 @@ schedule, random states (so the same masks and dropout), batch order, best metri
 that moment.  On the same device type and thread count, a killed-and-resumed CPU run ends with bitwise the same
 parameters as an uninterrupted run with the same seed (the tests check this); GPU kernels may be
 nondeterministic, so there the guarantee is the position and state, not the last bit.  ``--max-time`` is a
-budget per invocation (a resumed run gets a fresh one).
+budget per invocation (a resumed run gets a fresh one); ``--max-tokens`` is a budget for the whole run (the
+training tokens read so far are in the checkpoint), so it ends at the same point on every machine.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ import torch
 from tqdm import tqdm
 
 from depinduce.data.tags import TagVocab
+from depinduce.data.ud import training_view_note
 from depinduce.data.vocab import Vocab
-from depinduce.errors import DepinduceError
+from depinduce.errors import ModelError, NotFoundError, RecipeError, ResourceError, RunDirectoryError, UsageError
 from depinduce.locking import exclusive
 from depinduce.models.neural import NeuralBackend, load_state_dict
 from depinduce.models.registry import backend_class
@@ -74,6 +76,7 @@ class TrainOptions:
     seed: int | None = None
     resume: bool = False
     max_time: float | None = None  # minutes
+    max_tokens: int | None = None  # training tokens over the whole run (resumes included)
     quiet: bool = False
     force: bool = False
     command: list[str] | None = None
@@ -84,7 +87,7 @@ class TrainResult:
     """How a training invocation ended."""
 
     run_dir: Path
-    reason: str  # completed | early_stop | max_time | signal
+    reason: str  # completed | early_stop | max_time | max_tokens | signal
     step: int
     epoch: int
     select: str
@@ -105,6 +108,10 @@ class Progress:
     evaluations: int = 0
     stopped_early: bool = False
     train_seconds: float = 0.0
+    wall_seconds: float = 0.0  # wall-clock time of every invocation so far (setup, evaluations included)
+    # training tokens read since the run began (all ranks; never reset): what --max-tokens counts. A checkpoint
+    # from before this field resumes counting from 0.
+    tokens_seen: int = 0
     # training statistics since the last evaluation (summed over ranks at evaluation time)
     nll_sum: float = 0.0
     predicted: float = 0.0
@@ -122,7 +129,7 @@ def trainable_class(name: str) -> type[NeuralBackend]:
     """The registered backend ``name``, which must be a trainable neural backend."""
     cls = backend_class(name)
     if not (isinstance(cls, type) and issubclass(cls, NeuralBackend)) or not cls.capabilities.trainable:
-        raise DepinduceError(f"model '{name}' is not trainable; `depinduce models` lists which ones are")
+        raise ModelError(f"model '{name}' is not trainable; `depinduce models` lists which ones are")
     return cls
 
 
@@ -156,9 +163,11 @@ class _StopSignal:
 def train(options: TrainOptions, log: Log = _stderr) -> TrainResult:
     """Train (or resume) one run; joins the torchrun process group when launched under torchrun."""
     if options.max_time is not None and not options.max_time > 0:
-        raise DepinduceError("--max-time must be a positive number of minutes")
+        raise UsageError("--max-time must be a positive number of minutes")
+    if options.max_tokens is not None and not options.max_tokens > 0:
+        raise UsageError("--max-tokens must be a positive number of training tokens")
     if options.threads is not None and options.threads < 1:
-        raise DepinduceError("--threads must be at least 1")
+        raise UsageError("--threads must be at least 1")
     context = distributed.setup(options.device)
     try:
         shown = log if (context.is_main and not options.quiet) else (lambda _: None)
@@ -166,15 +175,29 @@ def train(options: TrainOptions, log: Log = _stderr) -> TrainResult:
         with ExitStack() as stack:
             if context.is_main:  # one writer per run directory; other ranks write nothing
                 stack.enter_context(exclusive(options.run_dir, "train"))
-            trainer = Trainer(options, context, shown)
+            trainer = _trainer_class(options)(options, context, shown)
             if chosen:  # said once the settings are known to be valid, so an error stays a single line
-                shown(f"{chosen}, time budget {_fmt_minutes(trainer.budget)}")
+                tokens = "" if trainer.token_budget is None else \
+                    f", token budget {_fmt_tokens(trainer.token_budget)} training tokens"
+                shown(f"{chosen}, time budget {_fmt_minutes(trainer.budget)}{tokens}")
             result = trainer.run()
         # every rank done before the group goes away: a rank whose peer tears gloo down mid-exchange aborts
         context.barrier()
         return result
     finally:
         distributed.teardown(context)
+
+
+def _trainer_class(options: TrainOptions) -> type["Trainer"]:
+    """The engine's loop, or for objective ``em`` (the DMV) EM with the same run contract (:mod:`.em`)."""
+    config = Path(options.run_dir) / "config.yaml" if options.resume and options.run_dir else None
+    recipe = config if config is not None and config.is_file() else options.recipe
+    name = options.model or (load_recipe(recipe).get("model") if recipe is not None else None)
+    if isinstance(name, str) and trainable_class(name).capabilities.objective == "em":
+        from depinduce.training.em import EMTrainer  # it subclasses Trainer: imported here, not at the top
+
+        return EMTrainer
+    return Trainer
 
 
 def _with_defaults(options: TrainOptions, context: distributed.DistContext) -> tuple[TrainOptions, str | None]:
@@ -190,22 +213,29 @@ def _with_defaults(options: TrainOptions, context: distributed.DistContext) -> t
     run_dir = options.run_dir
     if options.resume:
         if run_dir is None:
-            raise DepinduceError("--resume needs --out RUN_DIR: the run to continue")
+            raise UsageError("--resume needs --out RUN_DIR: the run to continue")
         return replace(options, data_dir=data_dir, recipe=recipe), None
     name = options.model or (load_recipe(recipe).get("model") if recipe is not None else None)
     if name is None:
-        raise DepinduceError("no model given: pass --model NAME or a recipe with a 'model' key")
+        raise UsageError("no model given: pass --model NAME or a recipe with a 'model' key")
     if recipe is None:
         recipe = defaults.default_recipe(trainable_class(name).default_recipes, context.device.type, name)
         chosen.append(f"recipe {recipe.stem if recipe else 'none (the backend defaults)'}"
                       + (f" ({recipe})" if recipe else ""))
     if run_dir is None:
         if context.distributed:
-            raise DepinduceError("under torchrun give --out RUN_DIR: every rank must write to the same run")
+            raise UsageError("under torchrun give --out RUN_DIR: every rank must write to the same run")
         run_dir = defaults.fresh_run_dir(name)
         chosen.append(f"run directory {run_dir}")
     line = f"train {name}: " + ", ".join(chosen) if chosen else None
     return replace(options, data_dir=data_dir, run_dir=run_dir, recipe=recipe), line
+
+
+def _fmt_tokens(tokens: float) -> str:
+    """A token count as people read budgets: 2.50M, 480k, 900."""
+    if tokens >= 1e6:
+        return f"{tokens / 1e6:.2f}M"
+    return f"{tokens / 1e3:.0f}k" if tokens >= 1e4 else f"{tokens:.0f}"
 
 
 def _fmt_minutes(minutes: float | None) -> str:
@@ -225,7 +255,7 @@ class Trainer:
         self.run_dir = RunDir(Path(options.run_dir))
         self.data_dir = Path(options.data_dir)
         if not (self.data_dir / "train.txt").is_file():
-            raise DepinduceError(f"{self.data_dir}: no train.txt; make the data folder with `depinduce preprocess`")
+            raise NotFoundError(f"{self.data_dir}: no train.txt; make the data folder with `depinduce preprocess`")
         check_run_dir(self.run_dir.path, force=options.force, resume=options.resume, data_dir=self.data_dir)
         if options.resume:
             # before the data are read: resuming on other data is reported as that, not as what it breaks later
@@ -237,6 +267,8 @@ class Trainer:
         # --max-time, else the recipe's own budget (train.max_time); either is per invocation
         self.budget = options.max_time if options.max_time is not None else self.train_config.max_time
         self.deadline = None if self.budget is None else self.started + self.budget * 60.0
+        # --max-tokens, else the recipe's train.max_tokens: a budget for the whole run, the same on every machine
+        self.token_budget = options.max_tokens if options.max_tokens is not None else self.train_config.max_tokens
         self.model_class = trainable_class(self.config.model)
         self.gold: GoldData | None = None
         self.tags: TagVocab | None = None
@@ -265,6 +297,7 @@ class Trainer:
         self._prepare_run_dir()
         if options.resume:
             self._resume()
+        self.wall_base = self.progress.wall_seconds  # a resumed run's clock continues from its checkpoint
 
     # ------------------------------------------------------------------------------------------- setup
 
@@ -272,16 +305,16 @@ class Trainer:
         options = self.options
         if options.resume:
             if options.recipe is not None or options.overrides or options.seed is not None:
-                raise DepinduceError("--resume continues with the run's own config.yaml; "
-                                     "--recipe, --set and --seed cannot change it")
+                raise UsageError("--resume continues with the run's own config.yaml; "
+                                 "--recipe, --set and --seed cannot change it")
             config = load_run_config(self.run_dir.path, lambda name: trainable_class(name).config_class)
             if options.model is not None and options.model != config.model:
-                raise DepinduceError(f"{self.run_dir.config} is a '{config.model}' run, not '{options.model}'")
+                raise RunDirectoryError(f"{self.run_dir.config} is a '{config.model}' run, not '{options.model}'")
             return config
         recipe = load_recipe(options.recipe) if options.recipe is not None else {}
         name = options.model or recipe.get("model")
         if name is None:
-            raise DepinduceError("no model given: pass --model NAME or a recipe with a 'model' key")
+            raise UsageError("no model given: pass --model NAME or a recipe with a 'model' key")
         return resolve_config(model_name=options.model, model_config_class=trainable_class(name).config_class,
                               recipe=recipe, overrides=options.overrides, seed=options.seed,
                               where=str(options.recipe or "recipe"))
@@ -290,15 +323,15 @@ class Trainer:
         cfg = self.train_config
         self.init_train = self.init_dev = self.init_dev_ids = None
         if (cfg.init_train or cfg.init_dev) and not self.model_class.capabilities.refines:
-            raise DepinduceError(f"model '{self.config.model}' does not refine a graph; init_train/init_dev "
-                                 "(--init-train/--init-dev) apply to refining backends (rngtr)")
+            raise ModelError(f"model '{self.config.model}' does not refine a graph; init_train/init_dev "
+                             "(--init-train/--init-dev) apply to refining backends (rngtr)")
         if self.gold is not None:
             self.train_rows = [row.words for row in self.gold.train]
             if cfg.init_train:
                 self.init_train = read_initial_graphs(cfg.init_train, self.gold.train_sentences, self.gold.tags)
             if cfg.init_dev:
                 if self.gold.dev_sentences is None:
-                    raise DepinduceError(f"init_dev given but {self.data_dir} has no dev.conllu")
+                    raise NotFoundError(f"init_dev given but {self.data_dir} has no dev.conllu")
                 self.init_dev = read_initial_parse(cfg.init_dev, self.gold.dev_sentences)  # parsed as given
                 self.init_dev_ids = [(heads, self.gold.tags.encode_labels(labels))  # dev loss: label ids
                                      for heads, labels in self.init_dev]
@@ -313,13 +346,13 @@ class Trainer:
         else:
             usable = [n for n in self.train_lengths if cfg.max_length is None or n <= cfg.max_length]
             if not usable:
-                raise DepinduceError(f"no training sentence has at most max_length={cfg.max_length} words")
+                raise RecipeError(f"no training sentence has at most max_length={cfg.max_length} words")
             self.n_batches = len(batching.epoch_order(self.train_lengths, cfg.batch_tokens, seed=cfg.seed, epoch=0,
                                                       max_length=cfg.max_length))
         self.steps_per_epoch = batching.steps_per_epoch(self.n_batches, self.context.world_size)
         if self.steps_per_epoch < 1:
-            raise DepinduceError(f"{self.n_batches} batch(es) per epoch for {self.context.world_size} ranks; "
-                                 "lower batch_tokens or use fewer ranks")
+            raise RecipeError(f"{self.n_batches} batch(es) per epoch for {self.context.world_size} ranks; "
+                              "lower batch_tokens or use fewer ranks")
         dev_path = self.data_dir / "dev.txt"
         if self.gold is not None:
             self.dev_rows = None if self.gold.dev is None else [row.words for row in self.gold.dev]
@@ -337,8 +370,8 @@ class Trainer:
         available = self.dev_treebank.available(self.model_class)
         decoders = (*DECODERS, *self.model_class.own_decoders)
         if cfg.decoder not in decoders:
-            raise DepinduceError(f"train.decoder: '{cfg.decoder}' does not apply to model '{self.config.model}'; "
-                                 f"choose one of {', '.join(decoders)}")
+            raise RecipeError(f"train.decoder: '{cfg.decoder}' does not apply to model '{self.config.model}'; "
+                              f"choose one of {', '.join(decoders)}")
         if self.dev_rows is None and cfg.select == "dev_ppl":
             self.select = "train_loss"
             self.log("note: the data folder has no dev.txt; the best model is chosen by training loss")
@@ -369,8 +402,8 @@ class Trainer:
         # one update per batch, or several (RNGTr's ``updates: per_pass``): the schedule counts updates
         self.stepwise = self.objective.stepwise(self.model)
         if self.stepwise and self.context.distributed:
-            raise DepinduceError("one optimiser update per refinement pass (updates: per_pass) runs in one process "
-                                 "only: ranks would stop refining after different passes; use updates: per_batch")
+            raise RecipeError("one optimiser update per refinement pass (updates: per_pass) runs in one process "
+                              "only: ranks would stop refining after different passes; use updates: per_batch")
         self.schedule = Schedule(self.optimizer, cfg,
                                  cfg.epochs * self.steps_per_epoch * self.objective.max_updates(self.model))
 
@@ -378,20 +411,20 @@ class Trainer:
         """Load another run's best weights: same backend, same vocabularies (else the indices mean other words)."""
         other = load_run_config(source, lambda name: trainable_class(name).config_class)
         if other.model != self.config.model:
-            raise DepinduceError(f"{source}: a '{other.model}' run cannot warm-start a '{self.config.model}' model")
+            raise ModelError(f"{source}: a '{other.model}' run cannot warm-start a '{self.config.model}' model")
         source_dir = RunDir(source)
         pairs = [(source_dir.vocab, self.vocab.to_json())]
         if self.tags is not None:
             pairs.append((source_dir.tags, self.tags.to_json()))
         for path, ours in pairs:
             if not path.is_file() or path.read_text(encoding="utf-8") != ours:
-                raise DepinduceError(f"{path}: differs from this run's {path.name}; warm starts need the run's "
-                                     "data folder")
+                raise ModelError(f"{path}: differs from this run's {path.name}; warm starts need the run's "
+                                 "data folder")
         try:
             model.load_state_dict(load_state_dict(source_dir.model))
         except RuntimeError as exc:
             first = str(exc).strip().splitlines()[0]
-            raise DepinduceError(f"{source_dir.model}: does not fit the configured model ({first})") from exc
+            raise ModelError(f"{source_dir.model}: does not fit the configured model ({first})") from exc
         self.log(f"warm start from {source_dir.model}")
 
     def _prepare_run_dir(self) -> None:
@@ -412,17 +445,17 @@ class Trainer:
             self.model.load_state_dict(state["model"])
         except RuntimeError as exc:
             first = str(exc).strip().splitlines()[0]
-            raise DepinduceError(f"{self.run_dir.last}: does not fit the configured model ({first})") from exc
+            raise ModelError(f"{self.run_dir.last}: does not fit the configured model ({first})") from exc
         try:
             self.optimizer.load_state_dict(state["optimizer"])
             self.schedule.load_state_dict(state["schedule"])
         except (ValueError, KeyError, TypeError) as exc:
-            raise DepinduceError(f"{self.run_dir.last}: optimiser state does not fit ({exc})") from exc
+            raise ModelError(f"{self.run_dir.last}: optimiser state does not fit ({exc})") from exc
         progress = state["progress"]
         try:
             self.progress = Progress(**progress)
         except TypeError as exc:
-            raise DepinduceError(f"{self.run_dir.last}: unexpected progress record ({exc})") from exc
+            raise ModelError(f"{self.run_dir.last}: unexpected progress record ({exc})") from exc
         position = state["position"]
         if position.get("order") is not None:
             self.order = batching.order_from_tensors(position["order"], position["offsets"])
@@ -461,6 +494,8 @@ class Trainer:
             self.log(f"training {self.config.model} ({n_params:,} parameters) on {ctx.device}"
                      f"{f' x {ctx.world_size} ranks' if ctx.distributed else ''}: {len(self.train_rows):,} "
                      f"sentences, {self.steps_per_epoch} steps per epoch, up to {cfg.epochs} epochs")
+            if note := training_view_note(self.data_dir):  # --train-on dev,test: scores are transductive
+                self.log(note)
             with self.stop.installed():
                 reason = self._loop()
         if not self.run_dir.model.is_file() and ctx.is_main:
@@ -480,6 +515,8 @@ class Trainer:
 
     def _loop(self) -> str:
         cfg, ctx, progress = self.train_config, self.context, self.progress
+        if self._tokens_spent():  # a resumed run whose token budget is already spent
+            return "max_tokens"
         while progress.epoch < cfg.epochs:
             if self.order is None:
                 self.order = self._epoch_order()
@@ -497,7 +534,7 @@ class Trainer:
                     return reason
                 continue
             # stopped inside the epoch
-            if reason == "max_time" and progress.seconds > 0:
+            if reason in ("max_time", "max_tokens") and progress.seconds > 0:
                 self._evaluate()  # the budget reserved time for it, so the last steps are not wasted
             self._checkpoint()
             return reason or "signal"
@@ -534,6 +571,7 @@ class Trainer:
                 progress.nll_sum += nll
                 progress.predicted += count
                 progress.tokens += tokens
+                progress.tokens_seen += tokens * ctx.world_size  # ranks read equal shares, to a batch
                 progress.seconds += elapsed
                 progress.train_seconds += elapsed
                 epoch_nll, epoch_count, epoch_tokens = epoch_nll + nll, epoch_count + count, epoch_tokens + tokens
@@ -542,7 +580,8 @@ class Trainer:
                 if bar.n % 10 == 0 or k + 1 == n_steps:
                     speed = epoch_tokens * ctx.world_size / max(epoch_seconds, 1e-9)  # training steps only
                     bar.set_postfix(loss=f"{epoch_nll / max(epoch_count, 1):.3f}", tok_s=f"{speed:,.0f}",
-                                    lr=f"{self.schedule.lr:.2e}", refresh=False)
+                                    lr=f"{self.schedule.lr:.2e}", seen=_fmt_tokens(progress.tokens_seen),
+                                    refresh=False)
                 if k + 1 == n_steps:
                     return self._stop_reason()  # the epoch's end does its own evaluation and checkpoint
                 if cfg.eval_every and progress.step % cfg.eval_every == 0 and self._evaluate():
@@ -590,8 +629,8 @@ class Trainer:
         if self.context.distributed:  # every rank must raise together, or the others wait in backward forever
             finite = self.context.max(0.0 if finite else 1.0) == 0.0
         if not finite:
-            raise DepinduceError(f"training diverged at step {self.progress.step + 1}: the loss is {loss_value}; "
-                                 "lower train.lr or set train.clip")
+            raise RecipeError(f"training diverged at step {self.progress.step + 1}: the loss is {loss_value}; "
+                              "lower train.lr or set train.clip")
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         clip_gradients(self.params, self.train_config.clip)
@@ -606,17 +645,23 @@ class Trainer:
         return self.objective.prepare(tokens, mask, generator=self.mask_generator, **batch)
 
     def _stop_reason(self) -> str | None:
-        """A stop every rank agrees on: a signal on any rank, or the time budget about to run out."""
+        """A stop every rank agrees on: a signal on any rank, the time budget about to run out, or the token
+        budget read."""
         local: str | None = None
         if self.stop.received is not None:
             local = "signal"
         elif self.deadline is not None and time.monotonic() + self._reserve() >= self.deadline:
             local = "max_time"
+        elif self._tokens_spent():
+            local = "max_tokens"
         if not self.context.distributed:
             return local
-        codes = {None: 0, "max_time": 1, "signal": 2}
+        codes = {None: 0, "max_tokens": 1, "max_time": 2, "signal": 3}
         agreed = int(self.context.max(codes[local]))
         return {code: name for name, code in codes.items()}[agreed]
+
+    def _tokens_spent(self) -> bool:
+        return self.token_budget is not None and self.progress.tokens_seen >= self.token_budget
 
     def _reserve(self) -> float:
         """Seconds to keep for the final evaluation and checkpoint when the time budget ends (measured once
@@ -647,6 +692,7 @@ class Trainer:
             "lr": self.schedule.lr,
             "train_loss": nll / predicted if predicted else None,
             "train_tokens": int(tokens),
+            "tokens_seen": int(progress.tokens_seen),
             "tokens_per_s": tokens / seconds if seconds else None,
         }
         if self.objective.reports_perplexity and predicted:
@@ -681,8 +727,10 @@ class Trainer:
         progress.stopped_early = stop_early
         progress.nll_sum = progress.predicted = progress.tokens = progress.seconds = 0.0
         self.last_eval_seconds = time.monotonic() - t0
+        progress.wall_seconds = self._wall_seconds()
         record.update({"select": self.select, "best": improved, "best_value": progress.best,
-                       "eval_s": round(self.last_eval_seconds, 3), "train_s": round(progress.train_seconds, 3)})
+                       "eval_s": round(self.last_eval_seconds, 3), "train_s": round(progress.train_seconds, 3),
+                       "wall_s": round(progress.wall_seconds, 3)})
         self.last_record = record
         if ctx.is_main:
             self.run_dir.append_metrics(record)
@@ -708,6 +756,10 @@ class Trainer:
         nll_sum, count = self.context.sum([nll_sum, count])
         return nll_sum / count if count else float("nan")
 
+    def _wall_seconds(self) -> float:
+        """Wall-clock seconds of the run so far (learning curves against time read it from metrics.jsonl)."""
+        return self.wall_base + (time.monotonic() - self.started)
+
     # ---------------------------------------------------------------------------------------- checkpoints
 
     def _checkpoint(self) -> None:
@@ -719,11 +771,12 @@ class Trainer:
         state_dict = cpu_state_dict(self.model)
         replicas = ctx.gather(state_digest(state_dict)) if ctx.distributed else []
         if len(set(replicas)) > 1:
-            raise DepinduceError(f"the {ctx.world_size} ranks hold different parameters at step "
-                                 f"{self.progress.step}; distributed training went out of sync")
+            raise ResourceError(f"the {ctx.world_size} ranks hold different parameters at step "
+                                f"{self.progress.step}; distributed training went out of sync")
         if not ctx.is_main:
             return
         order, offsets = batching.order_to_tensors(self.order) if self.order is not None else (None, None)
+        self.progress.wall_seconds = self._wall_seconds()
         state = {
             "format": FORMAT,
             "version": VERSION,
@@ -746,6 +799,7 @@ _REASONS = {
     "completed": "finished",
     "early_stop": "stopped early (no improvement)",
     "max_time": "stopped at the --max-time budget",
+    "max_tokens": "stopped at the --max-tokens budget",
     "signal": "stopped on request",
 }
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from depinduce.data.sentence import Sentence
-from depinduce.errors import DepinduceError
+from depinduce.structures.sentence import Sentence
+from depinduce.errors import RecipeError
 from depinduce.io import read_sentences
 from depinduce.metrics import evaluate
 from depinduce.io.initial_graphs import InitialGraph
@@ -96,9 +96,9 @@ def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str,
 def check_selectable(select: str, available: set[str], *, has_dev_text: bool) -> None:
     """A one-line error when ``select`` names a metric this run cannot compute."""
     if select in ("dev_loss", "dev_ppl") and not has_dev_text:
-        raise DepinduceError(f"select: {select} needs dev.txt in the data folder")
+        raise RecipeError(f"select: {select} needs dev.txt in the data folder")
     if select.startswith("dev_") and select not in ("dev_loss", "dev_ppl") and select not in available:
-        raise DepinduceError(
+        raise RecipeError(
             f"select: {select} needs gold dev trees this run cannot score "
             f"(available parsing metrics: {', '.join(sorted(available)) or 'none'})"
         )

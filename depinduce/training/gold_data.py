@@ -24,10 +24,10 @@ from pathlib import Path
 
 import torch
 
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
-from depinduce.errors import DepinduceError, InputError
+from depinduce.errors import InputError, NotFoundError, UsageError
 from depinduce.io.conllu_format import read_conllu
 from depinduce.io.initial_graphs import read_initial_parse
 from depinduce.models.neural import pad_batch
@@ -100,8 +100,8 @@ def load_gold_data(data_dir: str | Path, *, vocab: Vocab | None = None, tags: Ta
     folder = Path(data_dir)
     train_path = folder / "train.conllu"
     if not train_path.is_file():
-        raise DepinduceError(f"{folder}: no train.conllu; supervised training needs a folder made by "
-                             "`depinduce preprocess ud`")
+        raise NotFoundError(f"{folder}: no train.conllu; supervised training needs a folder made by "
+                            "`depinduce preprocess ud`")
     train_sentences = read_gold_sentences(train_path)
     if vocab is None:
         vocab = build_word_vocab(train_sentences, Vocab.load(folder / "vocab.json"))
@@ -140,7 +140,7 @@ def collate_gold(rows: Sequence[GoldRow], pad_index: int,
     batch = {"tokens": tokens, "mask": mask, "upos": upos, "heads": heads, "labels": labels}
     if initial is not None:
         if len(initial) != len(rows):
-            raise DepinduceError("collate_gold: one initial graph per row is needed")
+            raise UsageError("collate_gold: one initial graph per row is needed")
         batch["init_heads"], _ = pad_batch([h for h, _ in initial], 0)
         batch["init_labels"], _ = pad_batch([lab for _, lab in initial], 0)
     if word_inputs is not None:

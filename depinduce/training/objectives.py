@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from depinduce.data.vocab import Vocab
-from depinduce.errors import DepinduceError
+from depinduce.errors import ModelError, RecipeError, UsageError
 
 
 @dataclass
@@ -105,7 +105,7 @@ class Objective(ABC):
 def _require_hooks(model: Any, hooks: Sequence[str], objective: str) -> None:
     missing = [h for h in hooks if not callable(getattr(model, h, None))]
     if missing:
-        raise DepinduceError(
+        raise ModelError(
             f"model '{getattr(model, 'name', type(model).__name__)}' declares objective '{objective}' but lacks "
             f"{', '.join(missing)}()"
         )
@@ -242,7 +242,7 @@ class StreamLM(Objective):
         self.states[name] = None
 
     def prepare(self, tokens, mask, *, generator=None, fixed=None):
-        raise DepinduceError("continuous-text batches come from batching.TokenStream.chunk, not from sentences")
+        raise UsageError("continuous-text batches come from batching.TokenStream.chunk, not from sentences")
 
     def compute(self, model, *, tokens, targets):
         hidden, state = model.lm_stream(tokens, self.states.get(self.active))
@@ -289,10 +289,10 @@ class HeadsAndLabels(Objective):
     def prepare(self, tokens, mask, *, generator=None, fixed=None, **gold):
         missing = [k for k in self._GOLD if gold.get(k) is None]
         if missing:
-            raise DepinduceError(f"the supervised objective needs batches with gold {', '.join(missing)}")
+            raise UsageError(f"the supervised objective needs batches with gold {', '.join(missing)}")
         unknown = sorted(k for k in set(gold) - set(self._GOLD) - set(self._OPTIONAL) if not k.startswith("piece_"))
         if unknown:
-            raise DepinduceError(f"the supervised objective does not take {', '.join(unknown)}")
+            raise UsageError(f"the supervised objective does not take {', '.join(unknown)}")
         return {"tokens": tokens, "mask": mask, **{k: v for k, v in gold.items() if v is not None}}
 
     def stepwise(self, model: Any) -> bool:
@@ -319,7 +319,7 @@ class HeadsAndLabels(Objective):
         for nll, n in self._pass_losses(model, **inputs):
             total, count = (nll, n) if total is None else (total + nll, count + n)
         if total is None:
-            raise DepinduceError("arc_label_passes yielded no pass")
+            raise ModelError("arc_label_passes yielded no pass")
         return _finish(model, total, count)
 
     def updates(self, model, **inputs) -> Iterator[LossOutput]:
@@ -336,17 +336,17 @@ def objective_for(kind: str, *, mask_rate: float, vocab_size: int, lm_mode: str 
     text for ``lm``; the sentence boundary of both is index ``vocab_size``; ``loss_chunks`` sums the masked LM's
     losses over that many runs of sentences)."""
     if lm_mode != "sentences" and kind != "lm":
-        raise DepinduceError(f"lm_mode '{lm_mode}' needs a next-word language model; this model's objective is "
-                             f"'{kind}'")
+        raise RecipeError(f"lm_mode '{lm_mode}' needs a next-word language model; this model's objective is "
+                          f"'{kind}'")
     if loss_chunks is not None and kind != "mlm":
-        raise DepinduceError(f"train.loss_chunks applies to masked-LM training; this model's objective is '{kind}'")
+        raise RecipeError(f"train.loss_chunks applies to masked-LM training; this model's objective is '{kind}'")
     if kind == "mlm":
         return MaskedLM(mask_rate, chunks=loss_chunks)
     if kind == "lm":
         return StreamLM(vocab_size, bptt) if lm_mode == "continuous" else NextWordLM(vocab_size)
     if kind == "supervised":
         return HeadsAndLabels()
-    raise DepinduceError(f"objective '{kind}' is not trainable")
+    raise ModelError(f"objective '{kind}' is not trainable")
 
 
 class LossModule(torch.nn.Module):

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from depinduce.errors import DepinduceError
+from depinduce.errors import RecipeError, RunDirectoryError
 from depinduce.training.config import TrainConfig
 
 
@@ -34,7 +34,7 @@ class Schedule:
         self.scheduler: Any
         if self.kind == "plateau":
             if config.warmup_steps:
-                raise DepinduceError("warmup_steps applies to the 'linear' and 'constant' schedules, not 'plateau'")
+                raise RecipeError("warmup_steps applies to the 'linear' and 'constant' schedules, not 'plateau'")
             self.scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
                 optimizer, mode="min", factor=config.plateau_factor, patience=config.plateau_patience,
                 min_lr=config.min_lr)
@@ -71,7 +71,7 @@ class Schedule:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("kind") != self.kind:
-            raise DepinduceError(f"the checkpoint's schedule is '{state.get('kind')}', the config's '{self.kind}'")
+            raise RunDirectoryError(f"the checkpoint's schedule is '{state.get('kind')}', the config's '{self.kind}'")
         self.scheduler.load_state_dict(state["scheduler"])
 
 

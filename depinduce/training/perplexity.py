@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from depinduce.errors import DepinduceError
+from depinduce.errors import InputError, ModelError
 from depinduce.models.neural import NeuralBackend
 from depinduce.models.registry import load_model
 from depinduce.training import batching
@@ -52,12 +52,12 @@ def measure(run_dir: Path, text: Path, *, device: str = "cpu", batch_tokens: int
     config = load_run_config(run_dir, lambda name: trainable_class(name).config_class)
     model = load_model(str(run_dir), device=device)
     if not isinstance(model, NeuralBackend):
-        raise DepinduceError(f"{run_dir}: model '{config.model}' is not a trained language model")
+        raise ModelError(f"{run_dir}: model '{config.model}' is not a trained language model")
     cfg = config.train
     objective = objective_for(model.capabilities.objective, mask_rate=cfg.mask_rate, vocab_size=len(model.vocab),
                               lm_mode=cfg.lm_mode, bptt=cfg.bptt)
     if not objective.reports_perplexity:
-        raise DepinduceError(f"model '{config.model}' is not a language model; perplexity does not apply")
+        raise ModelError(f"model '{config.model}' is not a language model; perplexity does not apply")
     objective.check_model(model)
     rows = batching.read_corpus(text, model.vocab)
     loss_module = LossModule(model, objective)
@@ -79,5 +79,5 @@ def measure(run_dir: Path, text: Path, *, device: str = "cpu", batch_tokens: int
                                        device=dev, progress=bar.update)
         kind = objective.name
     if not count:
-        raise DepinduceError(f"{text}: nothing to predict")
+        raise InputError(text, None, "nothing to predict")
     return Perplexity(config.model, kind, len(rows), int(count), nll / count)

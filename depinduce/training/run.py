@@ -29,7 +29,7 @@ import torch
 
 import depinduce
 from depinduce.checksum import sha256_file
-from depinduce.errors import DepinduceError
+from depinduce.errors import ResourceError, RunDirectoryError, UsageError
 from depinduce.locking import absolute
 from depinduce.training.checkpoint import atomic_write_text
 
@@ -43,30 +43,30 @@ def check_run_dir(run_dir: Path, *, force: bool, resume: bool, data_dir: Path | 
     """Refuse to clobber a run by accident; ``--resume`` needs a run to continue; ``--force`` replaces a run,
     never a folder that is not one, and never the data."""
     if force and resume:
-        raise DepinduceError("--force starts over and --resume continues; choose one")
+        raise UsageError("--force starts over and --resume continues; choose one")
     if data_dir is not None:
         run, data = absolute(run_dir), absolute(data_dir)
         if run == data or data in run.parents or run in data.parents:
-            raise DepinduceError(f"--out {run_dir} and --data {data_dir} overlap; a run directory must be a folder "
-                                 "of its own, apart from the data")
+            raise UsageError(f"--out {run_dir} and --data {data_dir} overlap; a run directory must be a folder "
+                             "of its own, apart from the data")
     if resume:
         if not (run_dir / "config.yaml").is_file():
-            raise DepinduceError(f"{run_dir}: not a run directory (no config.yaml); nothing to resume")
+            raise RunDirectoryError(f"{run_dir}: not a run directory (no config.yaml); nothing to resume")
         last = run_dir / "last.pt"
         if last.exists() and not last.is_file():
-            raise DepinduceError(f"{last}: is not a file; the run's checkpoint must be a file")
+            raise RunDirectoryError(f"{last}: is not a file; the run's checkpoint must be a file")
         if not last.is_file():
-            raise DepinduceError(f"{run_dir}: no last.pt; the run never reached its first checkpoint — "
-                                 "start over with --force")
+            raise RunDirectoryError(f"{run_dir}: no last.pt; the run never reached its first checkpoint — "
+                                    "start over with --force")
         return
     if run_dir.exists() and not run_dir.is_dir():
-        raise DepinduceError(f"{run_dir} exists and is not a folder; choose another --out")
+        raise RunDirectoryError(f"{run_dir} exists and is not a folder; choose another --out")
     if run_dir.is_dir() and any(run_dir.iterdir()):
         if not force:
-            raise DepinduceError(f"{run_dir} already exists; use --resume to continue it or --force to start over")
+            raise RunDirectoryError(f"{run_dir} already exists; use --resume to continue it or --force to start over")
         if not (run_dir / "config.yaml").is_file():
-            raise DepinduceError(f"{run_dir}: not a run directory (no config.yaml); --force replaces runs only, "
-                                 "so choose another --out")
+            raise RunDirectoryError(f"{run_dir}: not a run directory (no config.yaml); --force replaces runs only, "
+                                    "so choose another --out")
 
 
 def clear_run_files(run_dir: Path) -> None:
@@ -138,7 +138,7 @@ class RunDir:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             reason = "a file is in the way" if isinstance(exc, (FileExistsError, NotADirectoryError)) else exc.strerror
-            raise DepinduceError(f"{self.path}: cannot create the run directory ({reason or exc})") from None
+            raise ResourceError(f"{self.path}: cannot create the run directory ({reason or exc})") from None
         atomic_write_text(self.config, config_yaml)
         atomic_write_text(self.vocab, vocab_json if vocab_json is not None
                           else (data_dir / "vocab.json").read_text(encoding="utf-8"))
@@ -200,7 +200,7 @@ class RunDir:
         changed = sorted(name for name in recorded
                          if recorded[name].get("sha256") != checksums.get(name, {}).get("sha256"))
         if changed:
-            raise DepinduceError(
+            raise RunDirectoryError(
                 f"{data_dir}: {', '.join(changed)} changed since this run started, or is not the run's data "
                 f"folder (checksums differ from {self.manifest}); refusing to resume on different data"
             )
@@ -210,7 +210,7 @@ class RunDir:
         would say otherwise) is refused, not silently ignored.  Runs made before the checksum existed pass."""
         expected = self.read_manifest().get("config_sha256")
         if expected is not None and self.config.is_file() and sha256_file(self.config) != expected:
-            raise DepinduceError(
+            raise RunDirectoryError(
                 f"{self.config}: edited since the run started; --resume continues with the settings the run "
                 f"started with, so undo the edit — or start a new run with those settings: "
                 f"--recipe {self.config} --out NEW_DIR")
@@ -219,9 +219,9 @@ class RunDir:
         try:
             data = json.loads(self.manifest.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise DepinduceError(f"{self.manifest}: unreadable run manifest ({exc.__class__.__name__})") from exc
+            raise RunDirectoryError(f"{self.manifest}: unreadable run manifest ({exc.__class__.__name__})") from exc
         if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
-            raise DepinduceError(f"{self.manifest}: not a depinduce run manifest")
+            raise RunDirectoryError(f"{self.manifest}: not a depinduce run manifest")
         return data
 
     def write_manifest(self, manifest: Mapping[str, Any]) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from depinduce.errors import DepinduceError
+from depinduce.errors import ModelError
 from depinduce.models.base import Backend, Capabilities, ParseScores
 
 _BASELINE = Capabilities(dependency=True, constituency=True, trainable=False, supervised=False, objective="none")
@@ -29,7 +29,7 @@ class _FixedBaseline(Backend):
     @classmethod
     def load(cls, run_dir: Path | None, *, device: str = "cpu", seed: int = 0) -> Backend:
         if run_dir is not None:
-            raise DepinduceError(f"{run_dir}: the '{cls.name}' baseline takes no run directory")
+            raise ModelError(f"{run_dir}: the '{cls.name}' baseline takes no run directory")
         return cls(seed=seed)
 
     def __init__(self, seed: int = 0) -> None:

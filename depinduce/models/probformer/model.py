@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from depinduce.data.vocab import Vocab
-from depinduce.errors import DepinduceError
+from depinduce.errors import ModelError, UsageError
 from depinduce.models.base import Capabilities, ParseScores
 from depinduce.models.layers.kernels import rows_linear
 from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap
@@ -131,8 +131,8 @@ class ProbFormer(MaskedLMBackend):
     def select_channel(self, channel: int | None) -> None:
         """Parse with channel ``channel`` (1..C) alone; None: the average over all channels (the default)."""
         if channel is not None and not (isinstance(channel, int) and 1 <= channel <= self.n_channels):
-            raise DepinduceError(f"--channel {channel} is out of range: model '{self.name}' has channels "
-                                 f"1..{self.n_channels}")
+            raise UsageError(f"--channel {channel} is out of range: model '{self.name}' has channels "
+                             f"1..{self.n_channels}")
         self.channel = channel
 
     @torch.no_grad()
@@ -182,8 +182,8 @@ class ProbFormer(MaskedLMBackend):
         """The root label's final unnormalised scores (B, d_root) in eval mode: the paper's sentence
         representation (section 2.3.5).  Only for ``root: true``."""
         if self.mean_field.root_factor is None:
-            raise DepinduceError(f"model '{self.name}' was trained without the ROOT node (root: false); "
-                                 "it has no sentence representation")
+            raise ModelError(f"model '{self.name}' was trained without the ROOT node (root: false); "
+                             "it has no sentence representation")
         was_training = self.training
         self.eval()
         try:

@@ -14,10 +14,10 @@ from typing import ClassVar
 
 import torch
 
-from depinduce.data.sentence import Sentence
+from depinduce.structures.sentence import Sentence
 from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
-from depinduce.errors import DepinduceError
+from depinduce.errors import ModelError, UsageError
 from depinduce.io.initial_graphs import InitialGraph
 from depinduce.models.base import Capabilities, ParseScores
 from depinduce.models.neural import NeuralBackend, pad_batch
@@ -80,7 +80,7 @@ class RNGTr(NeuralBackend):
 
     def set_iterations(self, iterations: int) -> None:
         if iterations < 0:
-            raise DepinduceError(f"--iterations must be 0 or more, not {iterations}")
+            raise UsageError(f"--iterations must be 0 or more, not {iterations}")
         self.iterations = iterations
 
     def score_tensors(self, tokens: torch.Tensor, mask: torch.Tensor, *, upos: torch.Tensor | None = None,
@@ -89,7 +89,7 @@ class RNGTr(NeuralBackend):
         """Per sentence of n tokens: ``heads`` (n+1)×(n+1) arc log-probabilities (row 0 −inf) and ``labels``
         (n+1)×(n+1)×L label log-probabilities, from the last refinement pass."""
         if upos is None:
-            raise DepinduceError("rngtr reads UPOS tags with the words: parse CoNLL-U input with a UPOS column")
+            raise UsageError("rngtr reads UPOS tags with the words: parse CoNLL-U input with a UPOS column")
         final: FinalScores = self.network.final_scores(tokens, upos, mask, init, iterations=self.iterations,
                                                        pieces=pieces or None)
         self.last_passes = final.passes
@@ -104,7 +104,7 @@ class RNGTr(NeuralBackend):
         return out
 
     def parse_scores(self, sentences: Sequence[Sequence[str]]) -> list[ParseScores]:
-        raise DepinduceError("rngtr reads whole sentences with their UPOS tags; it cannot score bare words")
+        raise ModelError("rngtr reads whole sentences with their UPOS tags; it cannot score bare words")
 
     def parse_sentences(self, sentences: Sequence[Sentence],
                         init: Sequence[InitialGraph | None] | None = None) -> list[ParseScores]:
@@ -112,7 +112,7 @@ class RNGTr(NeuralBackend):
         for s in sentences:
             if s.upos is None or any(tag in ("_", "") for tag in s.upos):
                 where = f"sentence {s.sent_id}" if s.sent_id else f"the sentence at line {s.line}"
-                raise DepinduceError(f"{where} has no UPOS: rngtr reads UPOS tags from CoNLL-U input")
+                raise UsageError(f"{where} has no UPOS: rngtr reads UPOS tags from CoNLL-U input")
         tokens, mask = pad_batch([self.vocab.encode(s.words) for s in sentences], self.vocab.pad_index)
         upos, _ = pad_batch([self.tags.encode_upos(s.upos or []) for s in sentences], TagVocab.upos_pad_index)
         graph = None if init is None else self._initial_graph(init, tokens.shape[1])

@@ -20,15 +20,15 @@ from typing import Any
 
 import torch
 
-from depinduce.errors import DepinduceError
+from depinduce.errors import ModelError, NotFoundError, ResourceError
 
 
 def _transformers() -> Any:
     try:
         transformers = importlib.import_module("transformers")
     except ImportError:
-        raise DepinduceError("encoder_path needs the 'transformers' package (pip install 'depinduce[bert]'); "
-                             "the default encoder is trained from scratch without it") from None
+        raise ResourceError("encoder_path needs the 'transformers' package (pip install 'depinduce[bert]'); "
+                            "the default encoder is trained from scratch without it") from None
     transformers.utils.logging.set_verbosity_error()  # results and errors are depinduce's to report
     transformers.utils.logging.disable_progress_bar()
     return transformers
@@ -37,7 +37,7 @@ def _transformers() -> Any:
 def _check_folder(path: str) -> Path:
     folder = Path(path)
     if not (folder / "config.json").is_file():
-        raise DepinduceError(f"{folder}: not a local HuggingFace model folder (no config.json)")
+        raise NotFoundError(f"{folder}: not a local HuggingFace model folder (no config.json)")
     return folder
 
 
@@ -49,10 +49,10 @@ class PieceTokenizer:
         try:
             self.tokenizer = _transformers().AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         except (OSError, ValueError) as exc:
-            raise DepinduceError(f"{folder}: cannot load its tokenizer ({exc.__class__.__name__})") from exc
+            raise ModelError(f"{folder}: cannot load its tokenizer ({exc.__class__.__name__})") from exc
         tok = self.tokenizer
         if tok.cls_token_id is None or tok.sep_token_id is None or tok.unk_token_id is None:
-            raise DepinduceError(f"{folder}: the tokenizer has no [CLS]/[SEP]/[UNK] token; a BERT tokenizer is needed")
+            raise ModelError(f"{folder}: the tokenizer has no [CLS]/[SEP]/[UNK] token; a BERT tokenizer is needed")
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
         self.vocab_size = len(tok)
         self._cache: dict[str, list[int]] = {}
@@ -101,9 +101,9 @@ def bert_architecture(path: str) -> dict[str, Any]:
     try:
         config = _transformers().AutoConfig.from_pretrained(str(folder), local_files_only=True)
     except (OSError, ValueError) as exc:
-        raise DepinduceError(f"{folder}: cannot read its config.json ({exc.__class__.__name__})") from exc
+        raise ModelError(f"{folder}: cannot read its config.json ({exc.__class__.__name__})") from exc
     if getattr(config, "model_type", None) != "bert":
-        raise DepinduceError(f"{folder}: a '{getattr(config, 'model_type', '?')}' model; encoder_path takes a BERT")
+        raise ModelError(f"{folder}: a '{getattr(config, 'model_type', '?')}' model; encoder_path takes a BERT")
     return {"hidden_size": config.hidden_size, "n_layers": config.num_hidden_layers,
             "n_heads": config.num_attention_heads, "ff_size": config.intermediate_size,
             "max_positions": config.max_position_embeddings, "layer_norm_eps": float(config.layer_norm_eps),
@@ -116,7 +116,7 @@ def bert_state(path: str) -> dict[str, torch.Tensor]:
     try:
         model = _transformers().AutoModel.from_pretrained(str(folder), local_files_only=True)
     except (OSError, ValueError) as exc:
-        raise DepinduceError(f"{folder}: cannot load its weights ({exc.__class__.__name__})") from exc
+        raise ModelError(f"{folder}: cannot load its weights ({exc.__class__.__name__})") from exc
     return {k.removeprefix("bert."): v for k, v in model.state_dict().items()}
 
 

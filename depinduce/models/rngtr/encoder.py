@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from depinduce.errors import DepinduceError
+from depinduce.errors import ModelError
 from depinduce.models.rngtr.attention import GraphAttention
 from depinduce.models.rngtr.config import RNGTrConfig
 
@@ -66,12 +66,12 @@ class GraphEncoder(nn.Module):
         ``pieces``: the word pieces of :meth:`.bert.PieceTokenizer.encode` (piece mode only)."""
         if self.piece_mode:
             if pieces is None:
-                raise DepinduceError("rngtr: a BERT-initialised encoder needs the word pieces of its input")
+                raise ModelError("rngtr: a BERT-initialised encoder needs the word pieces of its input")
             return self._pieces_forward(upos, relations, pieces)
         B, T = tokens.shape
         if T + 1 > self.config.max_positions:
-            raise DepinduceError(f"rngtr: a sentence of {T} tokens exceeds max_positions "
-                                 f"({self.config.max_positions}, ROOT included)")
+            raise ModelError(f"rngtr: a sentence of {T} tokens exceeds max_positions "
+                             f"({self.config.max_positions}, ROOT included)")
         words = self.words(tokens) + self.upos(upos)
         x = torch.cat([self.root.expand(B, 1, -1), words], dim=1)
         if self.positions is not None:
@@ -88,8 +88,8 @@ class GraphEncoder(nn.Module):
                                          pieces["piece_first"])
         B, P = ids.shape
         if P > self.config.max_positions:
-            raise DepinduceError(f"rngtr: a sentence of {P} word pieces exceeds the encoder's "
-                                 f"{self.config.max_positions} positions")
+            raise ModelError(f"rngtr: a sentence of {P} word pieces exceeds the encoder's "
+                             f"{self.config.max_positions} positions")
         piece_upos = upos.gather(1, owner.clamp(min=0)).masked_fill(owner < 0, 0)  # UPOS 0 = padding: no vector
         x = self.words(ids) + self.upos(piece_upos) + self.positions.weight[:P] + self.token_type
         x = self.dropout(self.norm(x))

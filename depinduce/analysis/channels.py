@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from depinduce.data.punct import sentence_punct_mask
-from depinduce.data.sentence import Sentence
-from depinduce.errors import DepinduceError
+from depinduce.structures.sentence import Sentence
+from depinduce.errors import InputError, ModelError
 from depinduce.metrics.dependency import DependencyCounts, ratio, universal_label
 from depinduce.metrics.evaluate import evaluate
 from depinduce.models.base import Backend, ParseScores
@@ -108,7 +108,7 @@ class _ChannelScores:
                 self.progress(len(sentences))
         stored_words, scores = self.batches[call]
         if stored_words != words:  # the pipeline is deterministic; this guards the replay's assumption
-            raise DepinduceError("analyze channels: the parse pipeline asked for different sentences on replay")
+            raise ModelError("analyze channels: the parse pipeline asked for different sentences on replay")
         return scores
 
 
@@ -124,7 +124,7 @@ class _OneView(Backend):
 
     @classmethod
     def load(cls, run_dir: Path | None, *, device: str = "cpu", seed: int = 0) -> Backend:
-        raise DepinduceError("a channel view is built by analyze channels, not loaded")
+        raise ModelError("a channel view is built by analyze channels, not loaded")
 
     def parse_scores(self, sentences: Sequence[Sequence[str]]) -> list[ParseScores]:
         scores = self.store.fetch(self.calls, sentences)
@@ -144,10 +144,10 @@ def analyze_channels(model: Any, gold: Sequence[Sentence], *, decoder: str = "ms
 
     ``progress`` is called with the number of sentences the model has just scored."""
     if not has_channels(model):
-        raise DepinduceError(f"model '{getattr(model, 'name', type(model).__name__)}' has no head channels to "
-                             "analyse; analyze channels needs a backend with several head channels (probformer)")
+        raise ModelError(f"model '{getattr(model, 'name', type(model).__name__)}' has no head channels to "
+                         "analyse; analyze channels needs a backend with several head channels (probformer)")
     if not gold or any(s.heads is None for s in gold if s.words):
-        raise DepinduceError(f"{gold_path}: analyze channels needs gold heads on every sentence")
+        raise InputError(gold_path, None, "analyze channels needs gold heads on every sentence")
     store = _ChannelScores(model, progress)
     views: list[int | str] = [*range(1, model.n_channels + 1), AVERAGE]
     request = ParseRequest(fmt="conllu", decoder=decoder, batch_size=batch_size)

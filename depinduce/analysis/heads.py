@@ -24,8 +24,8 @@ from typing import Any, Literal
 import torch
 
 from depinduce.data.punct import sentence_punct_mask
-from depinduce.data.sentence import Sentence
-from depinduce.errors import DepinduceError
+from depinduce.structures.sentence import Sentence
+from depinduce.errors import ResourceError, UsageError
 from depinduce.metrics.dependency import universal_label
 from depinduce.structures.dependency import reattach
 
@@ -45,7 +45,7 @@ class Edge:
 def visible_edges(sentence: Sentence) -> tuple[list[str], list[Edge]]:
     """The words the model sees and the gold word-to-word edges among them."""
     if sentence.heads is None or sentence.deprels is None:
-        raise DepinduceError(f"sentence {sentence.sent_id}: no gold heads and labels to analyse")
+        raise UsageError(f"sentence {sentence.sent_id}: no gold heads and labels to analyse")
     keep = [not hidden for hidden in sentence_punct_mask(sentence)]
     words = [w for w, k in zip(sentence.words, keep) if k]
     heads = reattach(sentence.heads, keep)
@@ -81,7 +81,7 @@ class HeadLabelCorrelation:
                 for label, count, row in zip(self.labels, self.counts, self.matrix.tolist()):
                     writer.writerow([label, count] + ["nan" if math.isnan(v) else f"{v:.6f}" for v in row])
         except OSError as exc:
-            raise DepinduceError(f"{path}: cannot write ({exc.strerror or exc})") from None
+            raise ResourceError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def head_name(head: tuple[int, int]) -> str:
@@ -102,7 +102,7 @@ def correlate(features: torch.Tensor, labels: Sequence[str], heads: list[tuple[i
               direction: str) -> HeadLabelCorrelation:
     """Correlations of every feature column (one per head) with each of the ``top`` most frequent labels."""
     if features.size(0) == 0:
-        raise DepinduceError("no gold word-to-word edges to analyse")
+        raise UsageError("no gold word-to-word edges to analyse")
     frequency = Counter(labels).most_common(top)
     rows = [
         pearson_columns(features, torch.tensor([label == name for label in labels], dtype=torch.float64))
@@ -122,7 +122,7 @@ def edge_features(model: Any, sentences: Sequence[Sentence], *, direction: str, 
     from depinduce.models.neural import pad_batch
 
     if direction not in DIRECTIONS:
-        raise DepinduceError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
+        raise UsageError(f"direction must be one of {', '.join(DIRECTIONS)}, not {direction!r}")
     views = [visible_edges(s) for s in sentences]
     order = sorted((k for k, (words, edges) in enumerate(views) if words and edges), key=lambda k: len(views[k][0]))
     features: list[torch.Tensor] = []
@@ -146,7 +146,7 @@ def edge_features(model: Any, sentences: Sequence[Sentence], *, direction: str, 
         if progress is not None:
             progress(len(chunk))
     if not features:
-        raise DepinduceError("no gold word-to-word edges to analyse (every sentence is empty or a single word)")
+        raise UsageError("no gold word-to-word edges to analyse (every sentence is empty or a single word)")
     return torch.cat(features), labels, heads
 
 
@@ -154,14 +154,14 @@ def save_heatmap(result: HeadLabelCorrelation, path: Path) -> None:
     """A labels × heads heat map of the correlations (PNG, SVG or PDF by the file's suffix), as the paper's
     appendix A.2 draws them: labels from the most frequent down, heads grouped by layer."""
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise DepinduceError(f"{path}: --plot writes .png, .svg or .pdf files")
+        raise UsageError(f"{path}: --plot writes .png, .svg or .pdf files")
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise DepinduceError("--plot needs matplotlib: pip install 'depinduce[plot]'") from None
+        raise ResourceError("--plot needs matplotlib: pip install 'depinduce[plot]'") from None
     n_labels, n_heads = result.matrix.shape
     figure, axes = plt.subplots(figsize=(max(6.0, 0.28 * n_heads + 2.0), max(3.0, 0.3 * n_labels + 1.5)))
     image = axes.imshow(result.matrix.numpy(), cmap="RdBu_r", vmin=-1.0, vmax=1.0, aspect="auto",

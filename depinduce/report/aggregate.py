@@ -1,0 +1,137 @@
+"""Runs grouped by configuration, and each group's statistics per metric.
+
+A group is the runs of one configuration — the same model and resolved recipe apart from ``train.seed``, on the
+same data — scored on one test file.  Per metric it has n (the runs that measured it), the mean, the *sample*
+standard deviation (n − 1 in the denominator; none for a single run), the minimum and the maximum.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from depinduce.report.papers import PaperFigure, paper_figures
+from depinduce.report.runs import Run
+from depinduce.report.scores import METRICS, Scores
+
+LABELS = {"dda": "DDA", "uda": "UDA", "las": "LAS", "uf1_sentence": "UF1 (sentence)", "uf1_corpus": "UF1 (corpus)",
+          "perplexity": "perplexity"}
+
+
+@dataclass(frozen=True)
+class Stat:
+    """A metric over a group's runs."""
+
+    n: int
+    mean: float
+    sd: float | None  # sample standard deviation; None when n = 1
+    min: float
+    max: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "mean": self.mean, "sd": self.sd, "min": self.min, "max": self.max}
+
+
+def summarize(values: list[float]) -> Stat | None:
+    """n, mean, sample sd, min and max of the finite ``values``; None when there is none."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    if not finite:
+        return None
+    sd = statistics.stdev(finite) if len(finite) > 1 else None
+    return Stat(len(finite), statistics.fmean(finite), sd, min(finite), max(finite))
+
+
+@dataclass
+class Group:
+    """The runs of one configuration on one test file."""
+
+    label: str
+    model: str
+    test: Path
+    recipe: dict[str, Any]
+    runs: list[tuple[Run, Scores]]
+    stats: dict[str, Stat | None] = field(default_factory=dict)
+    paper: dict[str, PaperFigure] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.runs)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "model": self.model,
+            "test": str(self.test),
+            "n": self.n,
+            "recipe": self.recipe,
+            "runs": [{"path": str(run.path), "seed": run.seed, "scores": _finite(scores.metrics),
+                      "cached": scores.cached} for run, scores in self.runs],
+            "metrics": {m: None if s is None else s.as_dict() for m, s in self.stats.items()},
+            "paper": {m: figure.as_dict() for m, figure in self.paper.items()},
+        }
+
+
+def _finite(metrics: dict[str, float | None]) -> dict[str, float | None]:
+    return {k: v if v is None or math.isfinite(v) else None for k, v in metrics.items()}
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, inner in value.items():
+            out.update(_flatten(inner, f"{prefix}{key}."))
+        return out
+    return {prefix[:-1]: value}
+
+
+def _labels(groups: list[Group]) -> None:
+    """Name each group by its model and the recipe values that tell it apart from the model's other groups
+    (and by its data folder when only that differs)."""
+    flat = [_flatten(g.recipe) for g in groups]
+    for group, mine in zip(groups, flat):
+        others = [f for g, f in zip(groups, flat) if g.model == group.model and f is not mine]
+        differing = sorted({k for f in others for k in set(mine) | set(f) if mine.get(k) != f.get(k)})
+        parts = [f"{k.split('.', 1)[-1] if k.startswith(('train.', 'model_config.')) else k}="
+                 f"{json.dumps(mine.get(k))}" for k in differing if k != "model"]
+        group.label = group.model + (f" ({', '.join(parts)})" if parts else "")
+    seen: dict[tuple[str, Path], int] = {}
+    for group in groups:
+        seen[group.label, group.test] = seen.get((group.label, group.test), 0) + 1
+    counters: dict[tuple[str, Path], int] = {}
+    for group in groups:  # the same recipe on other data: named by the data folder (or numbered)
+        key = (group.label, group.test)
+        if seen[key] > 1:
+            counters[key] = counters.get(key, 0) + 1
+            data = group.runs[0][0].data_dir
+            group.label += f" [data {data.name if data else counters[key]}]"
+
+
+def group_runs(scored: list[tuple[Run, Scores]]) -> list[Group]:
+    """Groups in the order their first run was given; one per configuration and test file."""
+    order: dict[tuple[str, str], Group] = {}
+    for run, scores in scored:
+        key = (run.configuration_key(), str(scores.test.resolve()))
+        if key not in order:
+            order[key] = Group(label=run.model, model=run.model, test=scores.test, recipe=run.recipe_without_seed(),
+                               runs=[])
+        order[key].runs.append((run, scores))
+    groups = list(order.values())
+    for group in groups:
+        group.runs.sort(key=lambda item: (item[0].seed is None, item[0].seed or 0, str(item[0].path)))
+        group.stats = {m: summarize([s.metrics.get(m) for _, s in group.runs]) for m in METRICS}
+    _labels(groups)
+    return groups
+
+
+def attach_papers(groups: list[Group]) -> list[str]:
+    """Give each group the published figures that apply to it; returns the notes on those that do not."""
+    notes: list[str] = []
+    for group in groups:
+        match = paper_figures(group.model, group.runs[0][0].data_dir, group.test)
+        group.paper = match.figures
+        notes.extend(note for note in match.notes if note not in notes)
+    return notes
