@@ -13,7 +13,6 @@ is the best of several repeats, which filters out noise from other processes on 
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -21,18 +20,9 @@ import torch
 
 from depinduce.structures.eisner import eisner, eisner_single
 from depinduce.structures.mst import chu_liu_edmonds
+from timing import best_time
 
 LENGTHS = (10, 25, 50, 100)
-
-
-def best_time(run: Callable[[], object], repeats: int) -> float:
-    """Seconds of the fastest of ``repeats`` runs."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def ufal_decoder() -> Callable[[np.ndarray], object] | None:

@@ -13,8 +13,6 @@ avoids that, and the 1-thread rows are printed beside them.
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 
 import torch
 
@@ -22,19 +20,10 @@ from depinduce.data.normalize import Normalization
 from depinduce.data.vocab import Vocab
 from depinduce.models.dmv import DMV
 from depinduce.models.dmv.config import DMVConfig
+from timing import best_time
 
 LENGTHS = (10, 20, 40)
 CLASSES = 45
-
-
-def best_time(run: Callable[[], object], repeats: int) -> float:
-    """Seconds of the fastest of ``repeats`` runs."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main() -> None:
