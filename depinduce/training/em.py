@@ -29,7 +29,7 @@ import torch
 
 from depinduce.data.punct import sentence_punct_mask
 from depinduce.data.vocab import Vocab
-from depinduce.errors import InputError, ModelError, NotFoundError, RecipeError, UsageError
+from depinduce.errors import InputError, ModelError, RecipeError, UsageError
 from depinduce.io.conllu_format import read_conllu
 from depinduce.parsing import visible_sentence
 from depinduce.structures.decode import DECODERS
@@ -40,10 +40,10 @@ from depinduce.training.checkpoint import (
 )
 from depinduce.training.config import LOWER_IS_BETTER
 from depinduce.training.engine import (
-    Log, Progress, Trainer, TrainOptions, TrainResult, _StopSignal, _fmt, _summary, trainable_class,
+    Log, Progress, Trainer, TrainOptions, TrainResult, _StopSignal, _fmt, _summary,
 )
 from depinduce.training.evaluation import DevTreebank, check_selectable, parsing_metrics
-from depinduce.training.run import RunDir, check_run_dir, clear_run_files, command_line
+from depinduce.training.run import clear_run_files, command_line
 
 _ENDINGS = {
     "completed": "finished the EM iterations (train.epochs)",
@@ -66,26 +66,9 @@ class EMTrainer(Trainer):
     def __init__(self, options: TrainOptions, context: distributed.DistContext, log: Log) -> None:
         if context.distributed:
             raise UsageError("EM training (objective 'em') runs in one process; run it without torchrun")
-        self.options, self.context, self.log = options, context, log
-        self.started = time.monotonic()
-        if options.threads is not None:
-            torch.set_num_threads(options.threads)
-        self.run_dir = RunDir(Path(options.run_dir))
-        self.data_dir = Path(options.data_dir)
+        self._open_run(options, context, log, "train.conllu", "`depinduce preprocess ptb` (or ud)")
+        cfg = self.train_config
         train_file = self.data_dir / "train.conllu"
-        if not train_file.is_file():
-            raise NotFoundError(f"{self.data_dir}: no train.conllu; make the data folder with "
-                                "`depinduce preprocess ptb` (or ud)")
-        check_run_dir(self.run_dir.path, force=options.force, resume=options.resume, data_dir=self.data_dir)
-        if options.resume:
-            self.run_dir.check_resume_data(self.data_dir)
-            self.run_dir.check_resume_config()
-        self.config = self._resolve_config()
-        self.train_config = cfg = self.config.train
-        self.budget = options.max_time if options.max_time is not None else cfg.max_time
-        self.deadline = None if self.budget is None else self.started + self.budget * 60.0
-        self.token_budget = options.max_tokens if options.max_tokens is not None else cfg.max_tokens
-        self.model_class = trainable_class(self.config.model)
         # the words and tags ``parse`` shows the model: punctuation hidden by the same rule
         sentences = [visible_sentence(s, sentence_punct_mask(s)) for s in read_conllu(str(train_file))]
         sentences = [s for s in sentences if s.words and (cfg.max_length is None or len(s) <= cfg.max_length)]

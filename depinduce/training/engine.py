@@ -246,30 +246,7 @@ class Trainer:
     """One training invocation: setup (fresh or resumed), the loop, evaluation and checkpoints."""
 
     def __init__(self, options: TrainOptions, context: distributed.DistContext, log: Log) -> None:
-        self.options = options
-        self.context = context
-        self.log = log
-        self.started = time.monotonic()
-        if options.threads is not None:
-            torch.set_num_threads(options.threads)
-        self.run_dir = RunDir(Path(options.run_dir))
-        self.data_dir = Path(options.data_dir)
-        if not (self.data_dir / "train.txt").is_file():
-            raise NotFoundError(f"{self.data_dir}: no train.txt; make the data folder with `depinduce preprocess`")
-        check_run_dir(self.run_dir.path, force=options.force, resume=options.resume, data_dir=self.data_dir)
-        if options.resume:
-            # before the data are read: resuming on other data is reported as that, not as what it breaks later
-            self.run_dir.check_resume_data(self.data_dir)
-            self.run_dir.check_resume_config()
-        context.barrier()  # every rank has checked before rank 0 creates anything
-        self.config = self._resolve_config()
-        self.train_config = self.config.train
-        # --max-time, else the recipe's own budget (train.max_time); either is per invocation
-        self.budget = options.max_time if options.max_time is not None else self.train_config.max_time
-        self.deadline = None if self.budget is None else self.started + self.budget * 60.0
-        # --max-tokens, else the recipe's train.max_tokens: a budget for the whole run, the same on every machine
-        self.token_budget = options.max_tokens if options.max_tokens is not None else self.train_config.max_tokens
-        self.model_class = trainable_class(self.config.model)
+        self._open_run(options, context, log, "train.txt", "`depinduce preprocess`")
         self.gold: GoldData | None = None
         self.tags: TagVocab | None = None
         if self.model_class.capabilities.objective == "supervised":
@@ -300,6 +277,35 @@ class Trainer:
         self.wall_base = self.progress.wall_seconds  # a resumed run's clock continues from its checkpoint
 
     # ------------------------------------------------------------------------------------------- setup
+
+    def _open_run(self, options: TrainOptions, context: distributed.DistContext, log: Log, data_file: str,
+                  made_by: str) -> None:
+        """The setup every trainer shares (this loop and EM's): the data folder must hold ``data_file``, the run
+        directory is checked (and a resume's data and config), then the config and the budgets are resolved."""
+        self.options = options
+        self.context = context
+        self.log = log
+        self.started = time.monotonic()
+        if options.threads is not None:
+            torch.set_num_threads(options.threads)
+        self.run_dir = RunDir(Path(options.run_dir))
+        self.data_dir = Path(options.data_dir)
+        if not (self.data_dir / data_file).is_file():
+            raise NotFoundError(f"{self.data_dir}: no {data_file}; make the data folder with {made_by}")
+        check_run_dir(self.run_dir.path, force=options.force, resume=options.resume, data_dir=self.data_dir)
+        if options.resume:
+            # before the data are read: resuming on other data is reported as that, not as what it breaks later
+            self.run_dir.check_resume_data(self.data_dir)
+            self.run_dir.check_resume_config()
+        context.barrier()  # every rank has checked before rank 0 creates anything
+        self.config = self._resolve_config()
+        self.train_config = self.config.train
+        # --max-time, else the recipe's own budget (train.max_time); either is per invocation
+        self.budget = options.max_time if options.max_time is not None else self.train_config.max_time
+        self.deadline = None if self.budget is None else self.started + self.budget * 60.0
+        # --max-tokens, else the recipe's train.max_tokens: a budget for the whole run, the same on every machine
+        self.token_budget = options.max_tokens if options.max_tokens is not None else self.train_config.max_tokens
+        self.model_class = trainable_class(self.config.model)
 
     def _resolve_config(self) -> ResolvedConfig:
         options = self.options
