@@ -74,7 +74,8 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(tmp_path: Pa
     assert not list(run.glob(".*.tmp")), "a temporary checkpoint file was left behind"
 
     resumed = subprocess.run(
-        depinduce_command("train", "--data", str(data), "--out", str(run), "--resume", "--threads", "1", "--quiet"),
+        # no --data: a resumed run reads the data folder it was started on (its manifest's data.dir)
+        depinduce_command("train", "--out", str(run), "--resume", "--threads", "1", "--quiet"),
         env=env, capture_output=True, text=True, timeout=180)
     assert resumed.returncode == 0, resumed.stderr
 

@@ -47,6 +47,7 @@ class TinyMLM(MaskedLMBackend):
     capabilities = Capabilities(dependency=True, constituency=True, trainable=True, supervised=False,
                                 objective="mlm")
     config_class = TinyConfig
+    parser_modules = ("query", "key", "root")  # its "parser": what the attention-derived trees come from
 
     def __init__(self, config: TinyConfig, vocab: Vocab) -> None:
         super().__init__(config, vocab)

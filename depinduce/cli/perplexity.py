@@ -27,6 +27,7 @@ def perplexity_command(run_dir: Path, text: Path, batch_tokens: int | None, devi
     if as_json:
         click.echo(json.dumps(result.as_dict()))
         return
-    what = {"lm": "next-word", "lm-continuous": "next-word, continuous text", "mlm": "masked-LM pseudo-perplexity"}
+    what = {"lm": "next-word", "lm-continuous": "next-word, continuous text", "mlm": "masked-LM pseudo-perplexity",
+            "likelihood": "upper bound from the ELBO (exact for the neural PCFG)"}
     click.echo(f"{text}: perplexity {result.perplexity:.2f} ({what[result.objective]}; {result.predicted:,} "
                f"predicted tokens in {result.sentences:,} sentences; loss {result.loss:.4f} nats)")

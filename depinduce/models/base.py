@@ -18,7 +18,7 @@ from depinduce.structures.sentence import Sentence
 from depinduce.errors import ModelError
 from depinduce.io.initial_graphs import InitialGraph
 
-Objective = Literal["mlm", "lm", "supervised", "em", "none"]
+Objective = Literal["mlm", "lm", "supervised", "em", "likelihood", "none"]
 
 
 @dataclass(frozen=True)

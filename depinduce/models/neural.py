@@ -82,6 +82,13 @@ class NeuralBackend(Backend, torch.nn.Module):
     config_class: ClassVar[type]
     # Backends that read UPOS and predict labels get a TagVocab too (``tags.json`` in the run directory).
     needs_tags: ClassVar[bool] = False
+    # Submodules that make up the backend's parser (what ``train.parser_lr`` applies to); empty: the backend has
+    # no parser separate from the rest of the network.
+    parser_modules: ClassVar[tuple[str, ...]] = ()
+
+    def parser_parameters(self) -> list[torch.nn.Parameter]:
+        """The trainable parameters of :attr:`parser_modules` (empty when the backend names none)."""
+        return [p for name in self.parser_modules for p in getattr(self, name).parameters() if p.requires_grad]
 
     def __init__(self, config: Any, vocab: Vocab) -> None:
         torch.nn.Module.__init__(self)

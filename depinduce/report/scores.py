@@ -32,7 +32,7 @@ from depinduce.report.runs import Run
 CACHE_NAME = "scores.json"
 CACHE_FORMAT = "depinduce-scores"
 METRICS = ("dda", "uda", "las", "uf1_sentence", "uf1_corpus", "perplexity")
-PERPLEXITY_OBJECTIVES = ("mlm", "lm")  # the objectives `depinduce perplexity` measures
+PERPLEXITY_OBJECTIVES = ("mlm", "lm", "likelihood")  # the objectives `depinduce perplexity` measures
 
 
 @dataclass

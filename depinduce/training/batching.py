@@ -66,6 +66,15 @@ def epoch_order(lengths: Sequence[int], batch_tokens: int, *, seed: int, epoch: 
     return batches
 
 
+def curriculum_length(max_length: int | None, start: int | None, step: int, epoch: int) -> int | None:
+    """The longest training sentence of ``epoch`` (0-based) under a length curriculum that starts at ``start``
+    words and adds ``step`` each epoch, never above ``max_length``; no curriculum (``start`` None): max_length."""
+    if start is None:
+        return max_length
+    cap = start + step * epoch
+    return cap if max_length is None else min(cap, max_length)
+
+
 def eval_order(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
     """Deterministic batches for evaluation: every non-empty sentence, by length."""
     indices = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: (lengths[i], i))

@@ -51,11 +51,19 @@ class TrainConfig:
     batch_tokens: int = 4096
     # Training sentences longer than this many words are skipped (dev is never filtered).
     max_length: int | None = None
+    # Length curriculum (off: null): epoch e trains only on sentences of at most curriculum_start + e *
+    # curriculum_step words (never more than max_length), so the first epochs are short sentences only — the
+    # Compound PCFG's schedule (start 30, +1 per epoch; Kim et al. 2019), Spitkovsky et al.'s "baby steps".
+    curriculum_start: int | None = None
+    curriculum_step: int = 1
     mask_rate: float = 0.3
     # Dev masks are drawn once from this seed, so dev perplexity is comparable across epochs and runs.
     dev_mask_seed: int = 1234
     optimizer: Literal["adam", "adamw"] = "adam"
     lr: float = 3e-4
+    # Learning rate of the backend's parser (the submodules it names as its parser; null: lr, as the papers).
+    # The schedule scales it as it scales lr.
+    parser_lr: float | None = None
     beta1: float = 0.9
     beta2: float = 0.999
     eps: float = 1e-9
@@ -78,6 +86,10 @@ class TrainConfig:
     patience: int | None = None
     # Evaluate every N optimiser steps as well as after every epoch (0: after epochs only).
     eval_every: int = 0
+    # Learning-curve points: each time the run has read another multiple of this many training tokens, dev is
+    # measured and recorded in metrics.jsonl ("curve": true) without touching the schedule, model selection or
+    # patience — the run trains exactly as without them (null: none).
+    curve_every_tokens: int | None = None
     # Write last.pt every N optimiser steps as well as after every epoch (0: after epochs only).
     checkpoint_every: int = 0
     # Parsing metrics on dev (when dev has gold trees): the decoder, and whether to compute them at all.
@@ -121,6 +133,16 @@ class TrainConfig:
             problems.append("mask_rate must be between 0 and 1")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             problems.append("lr must be positive")
+        if self.parser_lr is not None and not (self.parser_lr > 0 and math.isfinite(self.parser_lr)):
+            problems.append("parser_lr must be positive (or null for lr)")
+        if self.curriculum_start is not None and self.curriculum_start < 1:
+            problems.append("curriculum_start must be at least 1 word (or null for no curriculum)")
+        if self.curriculum_step < 0:
+            problems.append("curriculum_step must not be negative")
+        if self.curriculum_start is not None and self.lm_mode == "continuous":
+            problems.append("a length curriculum picks sentences; lm_mode continuous reads the text as one stream")
+        if self.curve_every_tokens is not None and self.curve_every_tokens < 1:
+            problems.append("curve_every_tokens must be a positive number of training tokens (or null)")
         if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
             problems.append("beta1 and beta2 must be in [0, 1)")
         if self.eps <= 0 or self.weight_decay < 0 or self.min_lr < 0:

@@ -53,7 +53,7 @@ from depinduce.training.corpus_loss import sentence_loss, stream_loss, text_inpu
 from depinduce.training.gold_data import GoldData, GoldRow, collate_gold, load_gold_data, read_initial_graphs
 from depinduce.training.objectives import LossModule, Objective, StreamLM, fixed_masks, objective_for
 from depinduce.training.optim import Schedule, build_optimizer, clip_gradients
-from depinduce.training.run import RunDir, check_run_dir, clear_run_files, command_line
+from depinduce.training.run import RunDir, check_run_dir, clear_run_files, command_line, recorded_data_dir
 
 Log = Callable[[str], None]
 
@@ -204,7 +204,10 @@ def _with_defaults(options: TrainOptions, context: distributed.DistContext) -> t
     """Fill in what the user left out (data folder, run directory, recipe); the start of the line saying what was
     chosen (the time budget is added once the config is resolved)."""
     chosen: list[str] = []
-    data_dir = defaults.default_data_dir(options.data_dir)
+    recorded = recorded_data_dir(options.run_dir) if options.resume and options.run_dir is not None else None
+    # a resumed run reads the data it was started on unless --data says otherwise (the checksums are checked)
+    data_dir = recorded if options.data_dir is None and recorded is not None else \
+        defaults.default_data_dir(options.data_dir)
     if options.data_dir is None:
         chosen.append(f"data {data_dir}")
     recipe = options.recipe
@@ -353,6 +356,10 @@ class Trainer:
             usable = [n for n in self.train_lengths if cfg.max_length is None or n <= cfg.max_length]
             if not usable:
                 raise RecipeError(f"no training sentence has at most max_length={cfg.max_length} words")
+            first_cap = batching.curriculum_length(cfg.max_length, cfg.curriculum_start, cfg.curriculum_step, 0)
+            if cfg.curriculum_start is not None and not any(0 < n <= first_cap for n in self.train_lengths):
+                raise RecipeError(f"no training sentence has at most curriculum_start={cfg.curriculum_start} words")
+            # a full epoch (a curriculum's early epochs are shorter): sizes the linear schedule and the log line
             self.n_batches = len(batching.epoch_order(self.train_lengths, cfg.batch_tokens, seed=cfg.seed, epoch=0,
                                                       max_length=cfg.max_length))
         self.steps_per_epoch = batching.steps_per_epoch(self.n_batches, self.context.world_size)
@@ -404,7 +411,9 @@ class Trainer:
         self.wrapped = distributed.wrap(self.loss_module, self.context,
                                         find_unused_parameters=cfg.find_unused_parameters)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = build_optimizer(self.params, cfg)
+        parser_params = self._parser_parameters()
+        separate = {id(p) for p in parser_params}
+        self.optimizer = build_optimizer([p for p in self.params if id(p) not in separate], cfg, parser_params)
         # one update per batch, or several (RNGTr's ``updates: per_pass``): the schedule counts updates
         self.stepwise = self.objective.stepwise(self.model)
         if self.stepwise and self.context.distributed:
@@ -412,6 +421,16 @@ class Trainer:
                               "only: ranks would stop refining after different passes; use updates: per_batch")
         self.schedule = Schedule(self.optimizer, cfg,
                                  cfg.epochs * self.steps_per_epoch * self.objective.max_updates(self.model))
+
+    def _parser_parameters(self) -> list[torch.nn.Parameter]:
+        """The parser's parameters when ``parser_lr`` gives them a rate of their own (else none)."""
+        if self.train_config.parser_lr is None:
+            return []
+        params = self.model.parser_parameters()
+        if not params:
+            raise RecipeError(f"train.parser_lr: model '{self.config.model}' has no parser separate from the rest "
+                              "of its network; leave parser_lr null")
+        return params
 
     def _warm_start(self, model: NeuralBackend, source: Path) -> None:
         """Load another run's best weights: same backend, same vocabularies (else the indices mean other words)."""
@@ -552,8 +571,12 @@ class Trainer:
         cfg, ctx = self.train_config, self.context
         if self.streaming:
             return [[k] for k in range(self.train_stream.n_chunks) for _ in range(ctx.world_size)]
-        return batching.epoch_order(self.train_lengths, cfg.batch_tokens, seed=cfg.seed, epoch=self.progress.epoch,
-                                    max_length=cfg.max_length)
+        epoch = self.progress.epoch
+        cap = batching.curriculum_length(cfg.max_length, cfg.curriculum_start, cfg.curriculum_step, epoch)
+        if cfg.curriculum_start is not None and self.context.is_main and cap != cfg.max_length:
+            self.log(f"curriculum: epoch {epoch + 1} trains on sentences of at most {cap} words")
+        return batching.epoch_order(self.train_lengths, cfg.batch_tokens, seed=cfg.seed, epoch=epoch,
+                                    max_length=cap)
 
     def _epoch(self, first: int, n_steps: int) -> str | None:
         """Steps ``first``..``n_steps``-1 of the current epoch; returns why it stopped early, if it did
@@ -588,6 +611,10 @@ class Trainer:
                     bar.set_postfix(loss=f"{epoch_nll / max(epoch_count, 1):.3f}", tok_s=f"{speed:,.0f}",
                                     lr=f"{self.schedule.lr:.2e}", seen=_fmt_tokens(progress.tokens_seen),
                                     refresh=False)
+                if cfg.curve_every_tokens and not self._tokens_spent() and (
+                        progress.tokens_seen // cfg.curve_every_tokens
+                        > (progress.tokens_seen - tokens * ctx.world_size) // cfg.curve_every_tokens):
+                    self._measure_curve_point()
                 if k + 1 == n_steps:
                     return self._stop_reason()  # the epoch's end does its own evaluation and checkpoint
                 if cfg.eval_every and progress.step % cfg.eval_every == 0 and self._evaluate():
@@ -685,24 +712,10 @@ class Trainer:
 
     # ---------------------------------------------------------------------------------------- evaluation
 
-    def _evaluate(self) -> bool:
-        """Dev metrics → metrics.jsonl, model.pt when best, schedule; True when early stopping triggers."""
-        cfg, ctx, progress = self.train_config, self.context, self.progress
-        t0 = time.monotonic()
-        nll, predicted, tokens, seconds = ctx.sum([progress.nll_sum, progress.predicted, progress.tokens,
-                                                   progress.seconds])
-        seconds /= ctx.world_size
-        record: dict[str, Any] = {
-            "step": progress.step,
-            "epoch": round(progress.epoch + progress.batches_done / max(self.n_batches, 1), 4),
-            "lr": self.schedule.lr,
-            "train_loss": nll / predicted if predicted else None,
-            "train_tokens": int(tokens),
-            "tokens_seen": int(progress.tokens_seen),
-            "tokens_per_s": tokens / seconds if seconds else None,
-        }
-        if self.objective.reports_perplexity and predicted:
-            record["train_ppl"] = _exp(nll / predicted)
+    def _dev_metrics(self) -> dict[str, Any]:
+        """Dev loss (perplexity) and, where dev has gold trees, the parsing metrics; every rank gets them."""
+        cfg, ctx = self.train_config, self.context
+        record: dict[str, Any] = {}
         if self.dev_rows is not None:
             dev_loss = self._dev_loss()
             record["dev_loss"] = dev_loss
@@ -717,6 +730,50 @@ class Trainer:
             finally:
                 self.model.train()
         record.update(ctx.broadcast(parse_metrics))
+        return record
+
+    def _measure_curve_point(self) -> None:
+        """A learning-curve record (``curve_every_tokens``): dev measured and logged, nothing else touched — the
+        schedule, model selection, patience and the training statistics since the last evaluation stay as they
+        were, so the run trains exactly as it would without these records."""
+        t0 = time.monotonic()
+        progress = self.progress
+        record: dict[str, Any] = {"step": progress.step, "epoch": self._epoch_position(), "curve": True,
+                                  "lr": self.schedule.lr, "tokens_seen": int(progress.tokens_seen)}
+        record.update(self._dev_metrics())
+        record["eval_s"] = round(time.monotonic() - t0, 3)
+        record["wall_s"] = round(self._wall_seconds(), 3)
+        if self.context.is_main:
+            self.run_dir.append_metrics(record)
+            shown = [f"{key[4:]} {_fmt(record[key])}" for key in ("dev_ppl", "dev_dda", "dev_uda", "dev_uf1")
+                     if record.get(key) is not None]
+            self.log(f"curve point at {_fmt_tokens(progress.tokens_seen)} training tokens: {', '.join(shown)}")
+
+    def _epoch_position(self) -> float:
+        """Epochs completed plus the share of the current epoch's batches done (a curriculum's early epochs are
+        shorter than a full one)."""
+        size = len(self.order) if self.order is not None else self.n_batches
+        return round(self.progress.epoch + self.progress.batches_done / max(size, 1), 4)
+
+    def _evaluate(self) -> bool:
+        """Dev metrics → metrics.jsonl, model.pt when best, schedule; True when early stopping triggers."""
+        cfg, ctx, progress = self.train_config, self.context, self.progress
+        t0 = time.monotonic()
+        nll, predicted, tokens, seconds = ctx.sum([progress.nll_sum, progress.predicted, progress.tokens,
+                                                   progress.seconds])
+        seconds /= ctx.world_size
+        record: dict[str, Any] = {
+            "step": progress.step,
+            "epoch": self._epoch_position(),
+            "lr": self.schedule.lr,
+            "train_loss": nll / predicted if predicted else None,
+            "train_tokens": int(tokens),
+            "tokens_seen": int(progress.tokens_seen),
+            "tokens_per_s": tokens / seconds if seconds else None,
+        }
+        if self.objective.reports_perplexity and predicted:
+            record["train_ppl"] = _exp(nll / predicted)
+        record.update(self._dev_metrics())
         value = record.get(self.select)
         lower_better = self.select in LOWER_IS_BETTER
         improved = value is not None and (

@@ -17,6 +17,9 @@
   init_labels)`` yielding ``(arc (b, T, T+1), label (b, T, L), rows (b,))`` per refinement pass (arc column 0 =
   ROOT; label logits at the gold heads; ``rows`` the sentences still refining); head CE + label CE at every pass,
   one update per batch or (``updates_per_pass``) one per pass.
+- :class:`Likelihood` (the compound / neural PCFG) — hook ``neg_elbo(tokens, mask) -> (per_sentence (B,),
+  words (B,))``: each sentence's negative ELBO (its exact negative log-likelihood for a model without a latent)
+  and the words it counts; the loss is the mean over the sentences that count, as the paper's.
 
 Every objective adds the backend's ``regularizer()`` and reports the summed per-token negative log-likelihood
 and the token count separately, so perplexity = exp(sum / count) is exact over a whole corpus and across ranks.
@@ -330,6 +333,40 @@ class HeadsAndLabels(Objective):
             yield _finish(model, nll, n)
 
 
+# ------------------------------------------------------------------------------------------ likelihood
+
+
+class Likelihood(Objective):
+    """Maximum likelihood of a generative model of sentences (the compound PCFG's ELBO, the neural PCFG's exact
+    log-likelihood).  The backend's ``neg_elbo`` gives each sentence's negative ELBO and the words it counts (0
+    for a sentence the model cannot generate, e.g. a one-word sentence under a binary grammar: it is left out of
+    both the loss and the counts).
+
+    Loss = the mean negative ELBO over the counted sentences of the batch (Kim et al. 2019 average over sentences,
+    not words; with their clipping at norm 3 a per-word mean would change the effective step size), plus the
+    regulariser.  Reported: the summed negative ELBO and the word count, so perplexity = exp(sum / words) over a
+    whole corpus and across ranks: the ELBO bounds log p(x) from below, so this bounds the model's perplexity from
+    above (in expectation, when the backend samples its latent; exact when there is no latent)."""
+
+    name = "likelihood"
+
+    def check_model(self, model: Any) -> None:
+        _require_hooks(model, ("neg_elbo", "regularizer"), self.name)
+
+    def prepare(self, tokens, mask, *, generator=None, fixed=None):
+        return {"tokens": tokens, "mask": mask}
+
+    def compute(self, model, *, tokens, mask):
+        per_sentence, words = model.neg_elbo(tokens, mask)
+        counted = words > 0
+        total = torch.where(counted, per_sentence, torch.zeros_like(per_sentence)).sum()
+        loss = total / counted.sum().clamp(min=1)  # no counted sentence: 0, still connected to the graph
+        reg = model.regularizer()
+        if reg is not None:
+            loss = loss + reg
+        return LossOutput(loss, total.detach(), words.sum())
+
+
 def objective_for(kind: str, *, mask_rate: float, vocab_size: int, lm_mode: str = "sentences",
                   bptt: int = 35, loss_chunks: int | None = None) -> Objective:
     """The objective a backend's ``capabilities.objective`` names (``lm_mode`` picks sentences or continuous
@@ -346,6 +383,8 @@ def objective_for(kind: str, *, mask_rate: float, vocab_size: int, lm_mode: str 
         return StreamLM(vocab_size, bptt) if lm_mode == "continuous" else NextWordLM(vocab_size)
     if kind == "supervised":
         return HeadsAndLabels()
+    if kind == "likelihood":
+        return Likelihood()
     raise ModelError(f"objective '{kind}' is not trainable")
 
 

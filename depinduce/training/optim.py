@@ -2,8 +2,11 @@
 
 Adam adds weight decay to the gradient (L2, what the StructFormer/UDGN code does); AdamW decays the weights
 directly.  Schedules: ``plateau`` halves (``plateau_factor``) the rate when the dev loss has not improved for
-``plateau_patience`` evaluations (the papers' setting); ``linear`` warms up over ``warmup_steps`` and decays
-linearly to ``min_lr`` at the last step; ``constant`` keeps the rate (after an optional warmup).
+``plateau_patience`` evaluations (the papers' setting); ``linear`` decays linearly to ``min_lr`` at the last
+step; ``constant`` keeps the rate.  Every schedule can start with a linear warm-up over ``warmup_steps``; the
+plateau schedule does not react to evaluations during it (the dev loss of a model still warming up says nothing
+about the rate).  ``parser_lr`` puts the backend's parser in a parameter group of its own; every schedule
+scales both groups by the same factor.
 """
 
 from __future__ import annotations
@@ -13,16 +16,23 @@ from typing import Any
 
 import torch
 
-from depinduce.errors import RecipeError, RunDirectoryError
+from depinduce.errors import RunDirectoryError
 from depinduce.training.config import TrainConfig
 
 
-def build_optimizer(params: Iterable[torch.nn.Parameter], config: TrainConfig) -> torch.optim.Optimizer:
+def build_optimizer(params: Iterable[torch.nn.Parameter], config: TrainConfig,
+                    parser_params: Iterable[torch.nn.Parameter] = ()) -> torch.optim.Optimizer:
+    """Adam/AdamW over ``params``; ``parser_params`` (the parser's, when ``parser_lr`` is set) form a second
+    group at ``parser_lr`` and must not also be in ``params``."""
     kwargs = dict(lr=config.lr, betas=(config.beta1, config.beta2), eps=config.eps,
                   weight_decay=config.weight_decay)
+    groups: list[dict[str, Any]] = [{"params": list(params)}]
+    parser = list(parser_params)
+    if parser:
+        groups.append({"params": parser, "lr": config.parser_lr if config.parser_lr is not None else config.lr})
     if config.optimizer == "adamw":
-        return torch.optim.AdamW(params, **kwargs)
-    return torch.optim.Adam(params, **kwargs)
+        return torch.optim.AdamW(groups, **kwargs)
+    return torch.optim.Adam(groups, **kwargs)
 
 
 class Schedule:
@@ -32,12 +42,14 @@ class Schedule:
         self.kind = config.schedule
         self.optimizer = optimizer
         self.scheduler: Any
+        self.warmup = config.warmup_steps
+        self.steps = 0
         if self.kind == "plateau":
-            if config.warmup_steps:
-                raise RecipeError("warmup_steps applies to the 'linear' and 'constant' schedules, not 'plateau'")
+            self.base_lrs = [float(group["lr"]) for group in optimizer.param_groups]
             self.scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
                 optimizer, mode="min", factor=config.plateau_factor, patience=config.plateau_patience,
                 min_lr=config.min_lr)
+            self._warm(0)
             return
         warmup = config.warmup_steps
         floor = min(1.0, config.min_lr / config.lr)
@@ -53,13 +65,24 @@ class Schedule:
 
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
+    def _warm(self, step: int) -> None:
+        """Plateau schedule's warm-up: the rate of update ``step`` (0-based) is ``(step + 1) / warmup`` of the
+        base rate; from then on the plateau scheduler owns the rate."""
+        if self.warmup and step <= self.warmup:
+            fraction = min(1.0, (step + 1) / self.warmup)
+            for group, base in zip(self.optimizer.param_groups, self.base_lrs):
+                group["lr"] = base * fraction
+
     def after_step(self) -> None:
+        self.steps += 1
         if self.kind != "plateau":
             self.scheduler.step()
+        else:
+            self._warm(self.steps)
 
     def after_eval(self, dev_loss: float | None) -> None:
-        """Plateau schedules react to the evaluation loss; the others ignore it."""
-        if self.kind == "plateau" and dev_loss is not None:
+        """Plateau schedules react to the evaluation loss (after the warm-up); the others ignore it."""
+        if self.kind == "plateau" and dev_loss is not None and self.steps >= self.warmup:
             self.scheduler.step(dev_loss)
 
     @property
@@ -67,12 +90,14 @@ class Schedule:
         return float(self.optimizer.param_groups[0]["lr"])
 
     def state_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "scheduler": self.scheduler.state_dict()}
+        return {"kind": self.kind, "scheduler": self.scheduler.state_dict(), "steps": self.steps}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("kind") != self.kind:
             raise RunDirectoryError(f"the checkpoint's schedule is '{state.get('kind')}', the config's '{self.kind}'")
         self.scheduler.load_state_dict(state["scheduler"])
+        # a checkpoint from before warm-up applied to plateau: its run had none, so it is past any warm-up
+        self.steps = int(state.get("steps", self.warmup))
 
 
 def clip_gradients(params: Iterable[torch.nn.Parameter], max_norm: float | None) -> torch.Tensor:

@@ -77,6 +77,17 @@ def clear_run_files(run_dir: Path) -> None:
         leftover.unlink(missing_ok=True)
 
 
+def recorded_data_dir(run_dir: Path) -> Path | None:
+    """The data folder a run was started on (its manifest's ``data.dir``), if the manifest says and it still
+    exists: what ``--resume`` reads when no ``--data`` is given."""
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        folder = Path(manifest["data"]["dir"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return folder if folder.is_dir() else None
+
+
 def data_checksums(data_dir: Path) -> dict[str, dict[str, Any]]:
     """sha256 and size of each DATA_DIR file the run reads."""
     out = {}

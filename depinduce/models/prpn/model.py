@@ -63,6 +63,7 @@ class PRPN(NeuralBackend):
     capabilities = Capabilities(dependency=False, constituency=True, trainable=True, supervised=False, objective="lm")
     default_recipes = {"cpu": "prpn-ptb-cpu", "cuda": "prpn-ptb"}
     config_class = PRPNConfig
+    parser_modules = ("parser",)  # what train.parser_lr applies to
 
     def __init__(self, config: PRPNConfig, vocab: Vocab) -> None:
         super().__init__(config, vocab)

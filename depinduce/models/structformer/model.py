@@ -70,6 +70,7 @@ class StructFormer(MaskedLMBackend):
     capabilities = Capabilities(dependency=True, constituency=True, trainable=True, supervised=False, objective="mlm")
     default_recipes = {"cpu": "structformer-ptb-cpu", "cuda": "structformer-ptb"}
     config_class = StructFormerConfig
+    parser_modules = ("parser",)  # what train.parser_lr applies to
     own_decoders = OWN_DECODERS
 
     def __init__(self, config: StructFormerConfig, vocab: Vocab) -> None:

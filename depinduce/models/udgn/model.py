@@ -49,6 +49,7 @@ class UDGN(MaskedLMBackend):
     capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=False, objective="mlm")
     default_recipes = {"cpu": "udgn-ptb-cpu", "cuda": "udgn-ptb"}
     config_class = UDGNConfig
+    parser_modules = ("parser",)  # what train.parser_lr applies to
     own_decoders = AUTHORS_DECODERS
 
     def __init__(self, config: UDGNConfig, vocab: Vocab) -> None:
