@@ -180,3 +180,20 @@ def test_curve_points_are_recorded_without_changing_the_run(tmp_path: Path, tiny
     b = torch.load(curved / "last.pt", weights_only=True)["model"]
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert (plain / "model.pt").read_bytes() == (curved / "model.pt").read_bytes()
+
+
+def test_set_values_are_checked_together_not_in_their_order() -> None:
+    from depinduce.training.config import resolve_config
+
+    @__import__("dataclasses").dataclass
+    class Empty:
+        pass
+
+    recipe = {"train": {"curriculum_start": 10}}
+    # lm_mode=continuous alone clashes with the recipe's curriculum; with curriculum_start=null after it, it does not
+    resolved = resolve_config(model_name="x", model_config_class=Empty, recipe=recipe,
+                              overrides=("lm_mode=continuous", "curriculum_start=null"))
+    assert resolved.train.lm_mode == "continuous" and resolved.train.curriculum_start is None
+    with pytest.raises(RecipeError, match=r"^--set lm_mode=continuous --set lr=0.1: a length curriculum"):
+        resolve_config(model_name="x", model_config_class=Empty, recipe=recipe,
+                       overrides=("lm_mode=continuous", "lr=0.1"))

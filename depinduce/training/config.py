@@ -381,9 +381,12 @@ def resolve_config(
     train_types = field_types(TrainConfig)
     model_values = _checked(recipe.get("model_config") or {}, model_types, "model_config", where)
     train_values = _checked(recipe.get("train") or {}, train_types, "train", where)
-    # each source is checked when it is applied, so a bad value is blamed on the recipe or on its --set
+    # the recipe is checked alone, so a bad value is blamed on it; the --set values of the train section are
+    # checked together once all are applied (constraints between fields must not depend on their order) and
+    # blamed on the --set items that gave train values
     TrainConfig(**train_values).validate(where)
     _build_model_config(model_config_class, model_values, where)
+    train_items: list[str] = []
     for item in overrides:
         key, raw = parse_override(item)
         section, field_name = _locate(key, model_types, train_types)
@@ -392,9 +395,11 @@ def resolve_config(
         checked = _checked({field_name: value}, types_, section, f"--set {item}")
         (model_values if section == "model_config" else train_values).update(checked)
         if section == "train":
-            TrainConfig(**train_values).validate(f"--set {item}")
+            train_items.append(item)
         else:
             _build_model_config(model_config_class, model_values, f"--set {item}")
+    if train_items:
+        TrainConfig(**train_values).validate(" ".join(f"--set {item}" for item in train_items))
     if seed is not None:
         train_values["seed"] = seed
     train = TrainConfig(**train_values)
