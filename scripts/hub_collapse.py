@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from depinduce.models.neural import pad_batch
 from depinduce.models.registry import load_model
 from depinduce.training.batching import read_corpus
 
@@ -44,12 +45,7 @@ def summarise(model, rows: list[list[int]], vocab) -> dict[str, float | str]:
     n_words = n_sents = 0
     for start in range(0, len(rows), 32):
         batch = rows[start : start + 32]
-        width = max(len(r) for r in batch)
-        tokens = torch.full((len(batch), width), vocab.pad_index, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.bool)
-        for b, r in enumerate(batch):
-            tokens[b, : len(r)] = torch.tensor(r)
-            mask[b, : len(r)] = True
+        tokens, mask = pad_batch(batch, vocab.pad_index)
         for row, scores in zip(batch, model.score_tensors(tokens, mask)):
             n = len(row)
             if n < 3:
@@ -68,7 +64,7 @@ def summarise(model, rows: list[list[int]], vocab) -> dict[str, float | str]:
             totals["last"] += float(words[:-1, -1].sum())
             totals["hub"] += float(received[hub]) / n
             totals["in-degree"] += float(torch.bincount(words.argmax(-1), minlength=n).max()) / n
-            hubs[vocab.itos[row[hub]] if hasattr(vocab, "itos") else str(row[hub])] += 1
+            hubs[vocab.itos[row[hub]]] += 1
             n_words += n
             n_sents += 1
     out: dict[str, float | str] = {k: totals[k] / n_words for k in ("entropy", "self", "adjacent", "first", "last")}
