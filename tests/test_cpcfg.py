@@ -312,6 +312,23 @@ def test_parse_gives_binary_trees_by_both_decoders() -> None:
         assert model.capabilities.dependency is False
 
 
+@pytest.mark.parametrize("compound", [False, True], ids=["neural", "compound"])
+def test_a_float32_models_viterbi_tree_is_the_best_enumerated_one(compound: bool) -> None:
+    """``parse`` with ``decode: viterbi`` on a float32 model: the bracketing of the best derivation of the model's
+    own grammar, enumerated in float64 (the max-product chart runs in float64, see CPCFG.tree_spans)."""
+    model = tiny_model(compound=compound).float().eval()
+    rows = [[3, 4, 5, 6, 7, 8], [9, 10, 11], [12, 13, 14, 15, 16]]
+    tokens, mask = pad_batch(rows, Vocab.pad_index)
+    chosen = model.tree_spans(tokens, mask)
+    assert chosen.dtype == torch.float32
+    with torch.no_grad():
+        grammar = model.grammar(tokens, mask, model._latent(tokens, mask, sample=False)[0])
+    exact = Grammar(grammar.root.double(), grammar.rules.double(), grammar.terms.double(), grammar.lengths)
+    for b, row in enumerate(rows):
+        trees, scores = enumerate_sentence(exact, b, MAX)
+        assert span_set(chosen[b]) == tree_spans(trees[int(scores.argmax())])
+
+
 def test_viterbi_in_memory_bounded_groups_equals_one_batch() -> None:
     model = tiny_model(compound=True).eval()
     tokens, mask = pad_batch([[3, 4, 5, 6, 7, 8], [9, 10], [11, 12, 13, 14]], Vocab.pad_index)

@@ -105,14 +105,14 @@ def _combine_log(left: torch.Tensor, right: torch.Tensor, probs: torch.Tensor) -
 
 def _combine_max(left: torch.Tensor, right: torch.Tensor, rules: torch.Tensor) -> torch.Tensor:
     """max_{k,B,C} log P(A → B C) + left[k, B] + right[k, C]: the same shapes as :func:`_combine_log` with
-    ``rules`` as log-probabilities; C is maximised first, so the largest tensor is (n, k, B, NT, X, Y)."""
-    n, k, batch, x = left.shape
+    ``rules`` as log-probabilities.  The rule does not depend on the split, so the split is maximised first, per
+    child pair: max_{B,C} (log P(A → B C) + max_k (left[k, B] + right[k, C])) — the largest tensors are
+    (n, k, B, X, Y) and (n, B, NT, X, Y), not their product (n, k, B, NT, X, Y)."""
+    n, _, batch, x = left.shape
     y = right.shape[-1]
-    table = rules.view(rules.shape[0], rules.shape[1], x, y)  # (G, NT, X, Y), G broadcasts against B
-    best_right = (table + right[:, :, :, None, None, :]).max(-1).values  # (n, k, B, NT, X)
-    candidates = best_right + left[:, :, :, None, :]
-    nt = candidates.shape[3]
-    return candidates.permute(0, 2, 3, 1, 4).reshape(n, batch, nt, k * x).max(-1).values
+    pairs = (left.unsqueeze(-1) + right.unsqueeze(-2)).max(1).values  # (n, B, X, Y)
+    table = rules.view(rules.shape[0], rules.shape[1], x * y)  # (G, NT, X·Y), G broadcasts against B
+    return (table + pairs.reshape(n, batch, 1, x * y)).max(-1).values
 
 
 def _reduce(x: torch.Tensor, dim: int, semiring: Semiring) -> torch.Tensor:
@@ -134,6 +134,22 @@ def _word_matrices(term_probs: torch.Tensor, probs: torch.Tensor, word_first: bo
         flat = table[0].permute(1, 0, 2).reshape(t, nt * nt)
         return (term_probs.reshape(-1, t) @ flat).view(n_words, batch, nt, nt)
     return torch.einsum("nbx,baxy->nbay", term_probs, table)
+
+
+def _word_matrices_max(terms: torch.Tensor, rules: torch.Tensor, word_first: bool) -> torch.Tensor:
+    """:func:`_word_matrices` in the max semiring, from log-probabilities: ``[i, b, A, C] = max_B log P(A → B C) +
+    log p(w_i | B)`` (``word_first``) or ``[i, b, A, B] = max_C log P(A → B C) + log p(w_i | C)``; ``terms``
+    (N, B, T), ``rules`` (G, NT, T·NT) or (G, NT, NT·T) → (N, B, NT, NT)."""
+    t = terms.shape[-1]
+    groups, nt = rules.shape[0], rules.shape[1]
+    table = rules.view(groups, nt, t, nt) if word_first else rules.view(groups, nt, nt, t).transpose(2, 3)
+    # (N, B, 1, T, 1) + (G, NT, T, NT) → max over the word's preterminal; G = 1 or B broadcasts against B
+    return (terms[:, :, None, :, None] + table).max(3).values
+
+
+def _with_word_max(matrices: torch.Tensor, span: torch.Tensor) -> torch.Tensor:
+    """max_C M[A, C] + span[C] for a word-and-span split: ``matrices`` (n, B, NT, NT), ``span`` (n, B, NT)."""
+    return (matrices + span.unsqueeze(-2)).max(-1).values
 
 
 def _with_word(matrices: torch.Tensor, word_shift: torch.Tensor, span: torch.Tensor) -> torch.Tensor:
@@ -161,6 +177,8 @@ def inside(grammar: Grammar, semiring: Semiring = "log", span_weights: torch.Ten
         combine = _combine_log
     else:
         blocks = grammar.blocks()
+        first_word = _word_matrices_max(terms, blocks["tn"], word_first=True)
+        last_word = _word_matrices_max(terms, blocks["nt"], word_first=False)
         combine = _combine_max
     weights = None if span_weights is None else span_weights.permute(1, 2, 0)  # (N+1, N+1, B)
     # the chart twice: by (width, start) and by (width, end), so that every split of every span of one width is a
@@ -179,8 +197,7 @@ def inside(grammar: Grammar, semiring: Semiring = "log", span_weights: torch.Ten
                 parts = [_with_word(first_word[:n], term_shift[:n], rest),
                          _with_word(last_word[last], term_shift[last], head)]
             else:
-                parts = [combine(terms[:n].unsqueeze(1), rest.unsqueeze(1), blocks["tn"]),
-                         combine(head.unsqueeze(1), terms[last].unsqueeze(1), blocks["nt"])]
+                parts = [_with_word_max(first_word[:n], rest), _with_word_max(last_word[last], head)]
             if w >= 4:  # both sides at least two words: left widths 2 .. w−2 paired with right widths w−2 .. 2
                 left = by_start[2:w - 1, :n].transpose(0, 1)  # (n, w−3, B, NT)
                 right = by_end[2:w - 1, w:w + n].flip(0).transpose(0, 1)

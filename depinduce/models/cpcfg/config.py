@@ -30,9 +30,10 @@ class CPCFGConfig:
     (the plug-in estimate: lower variance, but not a bound) or ``sample``: one draw from q(z | x) per sentence
     from a fixed seed, so the figure is a single-sample estimate of the ELBO and its expectation bounds the
     perplexity from above (what the authors' train.py reports).
-    ``viterbi_memory_mb``: the max-product chart builds, per span width, a (spans, splits, NT, NT, NT) tensor
-    before reducing it; ``parse`` with ``decode: viterbi`` runs sentences in groups that keep it under this many
-    megabytes (one sentence at a time at least).
+    ``viterbi_memory_mb``: the max-product chart (float64, so that near-ties are not settled by round-off) builds,
+    per span width, (spans, splits, NT, NT) and (spans, NT, NT+T, NT+T)-sized tensors before reducing them;
+    ``parse`` with ``decode: viterbi`` runs sentences in groups that keep them under this many megabytes (one
+    sentence at a time at least).
     """
 
     nt: int = 30

@@ -186,16 +186,19 @@ class CPCFG(NeuralBackend):
             grammar = self.grammar(tokens, mask, z)
         if self.config.decode == "mbr":
             return best_span_tree(span_gradients(grammar, "log"), grammar.lengths)
-        return torch.cat([span_gradients(part, "max") for part in self._viterbi_groups(grammar)], dim=0)
+        # float64: in float32 the best derivations of a long sentence are often within round-off of each other
+        # (about 1e-5 in a log-probability of -300), so the chosen tree would depend on the summation order
+        exact = Grammar(grammar.root.double(), grammar.rules.double(), grammar.terms.double(), grammar.lengths)
+        return torch.cat([span_gradients(part, "max") for part in self._viterbi_groups(exact)], dim=0).float()
 
     def _viterbi_groups(self, grammar: Grammar) -> list[Grammar]:
         """The batch cut into runs of sentences whose max-product chart stays under ``viterbi_memory_mb``."""
         batch, n_words = grammar.terms.shape[:2]
         nt, t = self.config.nt, self.config.t
-        # the largest max-product intermediate: (spans, splits, NT, NT, NT) for two nonterminal children, or
-        # (spans, NT, T, T) / (spans, NT, T, NT) where a child is one word
+        # the largest max-product intermediates (chart._combine_max): (spans, splits, NT, NT) for two nonterminal
+        # children, (spans, NT, X, Y) after the splits, at most (spans, NT, T, T) where both children are words
         splits = max(((n_words - w + 1) * (w - 3) for w in range(4, n_words + 1)), default=0)
-        per_sentence = max(splits * nt ** 3, n_words * nt * t * max(nt, t)) * grammar.terms.element_size()
+        per_sentence = max(splits * nt ** 2, n_words * nt * max(nt, t) ** 2) * grammar.terms.element_size()
         size = max(1, int(self.config.viterbi_memory_mb * 2 ** 20 // max(per_sentence, 1)))
         if size >= batch:
             return [grammar]
