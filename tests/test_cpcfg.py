@@ -385,7 +385,7 @@ def ptb_sample(nltk_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 
 TINY = ("nt=4", "t=6", "state_dim=16", "z_dim=4", "word_dim=16", "lstm_dim=16", "epochs=2",
-        "batch_tokens=300", "curriculum_start=12", "curriculum_step=4", "max_time=null")
+        "batch_tokens=300", "curriculum_start=12", "curriculum_step=4", "max_time=null", "eval_every=0")
 
 
 def _sets(*items: str) -> list[str]:
