@@ -121,6 +121,13 @@ def _reduce(x: torch.Tensor, dim: int, semiring: Semiring) -> torch.Tensor:
     return x.max(dim).values
 
 
+def _word_rule_table(rules: torch.Tensor, t: int, word_first: bool) -> torch.Tensor:
+    """The ``tn`` (``word_first``) or ``nt`` rule block (G, NT, T·NT) / (G, NT, NT·T) as (G, NT, T, NT): the word's
+    preterminal always on dimension 2, the other child (a nonterminal) on dimension 3."""
+    groups, nt = rules.shape[0], rules.shape[1]
+    return rules.view(groups, nt, t, nt) if word_first else rules.view(groups, nt, nt, t).transpose(2, 3)
+
+
 def _word_matrices(term_probs: torch.Tensor, probs: torch.Tensor, word_first: bool) -> torch.Tensor:
     """For every word position, the rule probabilities with that word as the preterminal child summed out:
     ``[i, b, A, C] = Σ_B P(A → B C) p̃(w_i | B)`` (``word_first``: the ``tn`` block, the word on the left) or
@@ -129,7 +136,7 @@ def _word_matrices(term_probs: torch.Tensor, probs: torch.Tensor, word_first: bo
     is always the span's first (``tn``) or last (``nt``) word, so this is computed once per word, not per span."""
     n_words, batch, t = term_probs.shape
     groups, nt = probs.shape[0], probs.shape[1]
-    table = probs.view(groups, nt, t, nt) if word_first else probs.view(groups, nt, nt, t).transpose(2, 3)
+    table = _word_rule_table(probs, t, word_first)
     if groups == 1:  # (N·B, T) @ (T, NT·NT)
         flat = table[0].permute(1, 0, 2).reshape(t, nt * nt)
         return (term_probs.reshape(-1, t) @ flat).view(n_words, batch, nt, nt)
@@ -140,9 +147,7 @@ def _word_matrices_max(terms: torch.Tensor, rules: torch.Tensor, word_first: boo
     """:func:`_word_matrices` in the max semiring, from log-probabilities: ``[i, b, A, C] = max_B log P(A → B C) +
     log p(w_i | B)`` (``word_first``) or ``[i, b, A, B] = max_C log P(A → B C) + log p(w_i | C)``; ``terms``
     (N, B, T), ``rules`` (G, NT, T·NT) or (G, NT, NT·T) → (N, B, NT, NT)."""
-    t = terms.shape[-1]
-    groups, nt = rules.shape[0], rules.shape[1]
-    table = rules.view(groups, nt, t, nt) if word_first else rules.view(groups, nt, nt, t).transpose(2, 3)
+    table = _word_rule_table(rules, terms.shape[-1], word_first)
     # (N, B, 1, T, 1) + (G, NT, T, NT) → max over the word's preterminal; G = 1 or B broadcasts against B
     return (terms[:, :, None, :, None] + table).max(3).values
 
