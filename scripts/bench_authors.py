@@ -7,7 +7,8 @@ only (what ``depinduce train`` does); the authors' code computes it where their 
 StructFormer at every position, their UDGN at the masked ones).  Each measurement runs a fixed number of steps
 in a fresh subprocess, so both see the same batches and each peak resident memory (``ru_maxrss``) is its own;
 the two implementations alternate for ``--rounds`` rounds (order swapped every round) and the median is
-reported, so a disturbance of the machine hits both.
+reported, so a disturbance of the machine hits both.  ``--precision bf16`` runs depinduce's forward passes under
+bfloat16 autocast, as ``train.precision: bf16`` does (a numerics switch; the authors' side stays float32).
 
 The authors' code is imported from a checkout the user gives, never from this repository:
 
@@ -49,12 +50,13 @@ SHARED_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def depinduce_step_function(model_name: str, config: dict[str, Any]) -> tuple[Any, Any]:
+def depinduce_step_function(model_name: str, config: dict[str, Any], precision: str) -> tuple[Any, Any]:
     import torch
 
     from depinduce.data.vocab import Vocab
     from depinduce.training.engine import trainable_class
     from depinduce.training.objectives import LossModule, objective_for
+    from depinduce.training.precision import autocast
 
     vocab = Vocab([f"w{i}" for i in range(VOCAB_SIZE - 3)])
     model_class = trainable_class(model_name)
@@ -63,7 +65,9 @@ def depinduce_step_function(model_name: str, config: dict[str, Any]) -> tuple[An
     loss_module = LossModule(model, objective)
 
     def loss(tokens: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        return loss_module(**objective.prepare(tokens, mask, generator=generator))[0]
+        inputs = objective.prepare(tokens, mask, generator=generator)
+        with autocast(precision, torch.device("cpu")):
+            return loss_module(**inputs)[0]
 
     return model, loss
 
@@ -121,13 +125,13 @@ def mask_like_authors(tokens: Any, mask: Any, generator: Any) -> tuple[Any, Any]
 
 
 def worker(side: str, model_name: str, config: dict[str, Any], authors: Path | None, threads: int, steps: int,
-           batch_tokens: int, seed: int) -> dict[str, object]:
+           batch_tokens: int, seed: int, precision: str = "fp32") -> dict[str, object]:
     import torch
 
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     if side == "depinduce":
-        model, loss_of = depinduce_step_function(model_name, config)
+        model, loss_of = depinduce_step_function(model_name, config, precision)
     else:
         assert authors is not None
         model, loss_of = authors_step_function(model_name, config, authors)
@@ -159,7 +163,8 @@ def worker(side: str, model_name: str, config: dict[str, Any], authors: Path | N
 def run_worker(args: argparse.Namespace, side: str, config: dict[str, Any]) -> dict[str, Any]:
     command = [sys.executable, __file__, "--model", args.model, "--authors", str(args.authors),
                "--worker", side, "--worker-config", json.dumps(config), "--threads", str(args.threads),
-               "--steps", str(args.steps), "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed)]
+               "--steps", str(args.steps), "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed),
+               "--precision", args.precision]
     finished = subprocess.run(command, capture_output=True, text=True)
     if finished.returncode != 0:
         sys.exit(f"{side} worker failed (exit {finished.returncode}):\n{finished.stderr[-3000:]}")
@@ -175,6 +180,8 @@ def main() -> None:
                         help="override a shared configuration key (dropout, dropatt, ...)")
     parser.add_argument("--depinduce-set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a key of depinduce's model_config only (e.g. an implementation switch)")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                        help="depinduce's train.precision (the authors' side is float32 either way)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=20, help="timed steps per measurement (after 2 warm-up)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating measurements of each implementation")
@@ -186,7 +193,7 @@ def main() -> None:
 
     if args.worker:
         result = worker(args.worker, args.model, json.loads(args.worker_config), args.authors, args.threads,
-                        args.steps, args.batch_tokens, args.seed)
+                        args.steps, args.batch_tokens, args.seed, args.precision)
         print(json.dumps(result))
         return
     table = CONFIGS[args.model]
@@ -206,7 +213,8 @@ def main() -> None:
         summary: dict[str, Any] = {"model": args.model, "config": name, **cpu_description(),
                                    "threads": args.threads, "batch_tokens": args.batch_tokens,
                                    "steps": args.steps, "rounds": args.rounds,
-                                   "shared": shared, "depinduce_overrides": ours_overrides}
+                                   "shared": shared, "depinduce_overrides": ours_overrides,
+                                   "depinduce_precision": args.precision}
         for side, measured in runs.items():
             summary[side] = {
                 "tokens_per_s": round(statistics.median(r["tokens_per_s"] for r in measured), 1),

@@ -85,6 +85,8 @@ class NeuralBackend(Backend, torch.nn.Module):
     # Submodules that make up the backend's parser (what ``train.parser_lr`` applies to); empty: the backend has
     # no parser separate from the rest of the network.
     parser_modules: ClassVar[tuple[str, ...]] = ()
+    # Trains under bfloat16 autocast (``train.precision: bf16``): its layers take torch's own ops under autocast.
+    mixed_precision: ClassVar[bool] = False
 
     def parser_parameters(self) -> list[torch.nn.Parameter]:
         """The trainable parameters of :attr:`parser_modules` (empty when the backend names none)."""

@@ -118,6 +118,10 @@ class TrainConfig:
     # cleanly (evaluated, checkpointed) once it has read them, on any machine; --max-tokens overrides it; null: no
     # token budget.  Counted over the run, resumes included (unlike max_time).
     max_tokens: int | None = None
+    # fp32: the authors' function to round-off.  bf16: each step's forward pass under bfloat16 autocast (weights,
+    # optimiser, loss, evaluation and parsing stay float32; StructFormer and UDGN only) — faster on CPUs with
+    # bfloat16 instructions and on GPUs, numbers rounded differently (training/precision.py).
+    precision: Literal["fp32", "bf16"] = "fp32"
     # DDP only: set when the backend has parameters that some batches do not use.
     find_unused_parameters: bool = False
 

@@ -53,6 +53,7 @@ from depinduce.training.corpus_loss import sentence_loss, stream_loss, text_inpu
 from depinduce.training.gold_data import GoldData, GoldRow, collate_gold, load_gold_data, read_initial_graphs
 from depinduce.training.objectives import LossModule, Objective, StreamLM, fixed_masks, objective_for
 from depinduce.training.optim import Schedule, build_optimizer, clip_gradients
+from depinduce.training.precision import autocast, check_precision
 from depinduce.training.run import RunDir, check_run_dir, clear_run_files, command_line, recorded_data_dir
 
 Log = Callable[[str], None]
@@ -400,6 +401,8 @@ class Trainer:
         model = self.model_class.from_config(self.config.model_config, self.vocab, where=str(self.run_dir.config),
                                              tags=self.tags)
         self.objective.check_model(model)
+        check_precision(cfg.precision, self.config.model, self.model_class.mixed_precision, self.context.device,
+                        self.log)
         if cfg.warm_start and not self.options.resume:  # a resumed run has its own weights in last.pt
             self._warm_start(model, Path(cfg.warm_start))
         self.model = model.to(self.context.device)
@@ -651,7 +654,8 @@ class Trainer:
                 self._update(out.loss)
                 nll_sum, count_sum = nll_sum + float(out.nll_sum), count_sum + float(out.count)
             return nll_sum, count_sum, n_tokens
-        loss, nll, count = self.wrapped(**inputs)
+        with autocast(self.train_config.precision, device):
+            loss, nll, count = self.wrapped(**inputs)
         self._update(loss)
         return float(nll), float(count), n_tokens
 

@@ -10,6 +10,8 @@ seed of a private generator is kept: backward draws the same mask again.  The dr
 1/32768 (p = 0.1 becomes 3277/32768 = 0.10001).  Seeds come from torch's default generator, so
 ``torch.manual_seed`` makes runs repeatable as usual.  Masks are applied with ``masked_fill_`` (multiplying by
 a boolean tensor would first convert it to a float copy).  On other devices torch's own dropout is used.
+Under autocast (``precision: bf16``) the in-place variants work out of place: a residual sum written over a
+bfloat16 branch would make the residual stream bfloat16 too, where torch's ``residual + branch`` keeps float32.
 
 The in-place variants (``leaky_relu_dropout_``, ``residual_dropout_``) write their result over a fresh input
 tensor that nothing else needs: each stored activation then takes the place of a temporary, which keeps the
@@ -95,7 +97,7 @@ class _LeakyReluDropout(torch.autograd.Function):
 def leaky_relu_dropout_(u: torch.Tensor, slope: float, p: float, training: bool) -> torch.Tensor:
     """``dropout(leaky_relu(u, slope), p)`` computed in place on ``u`` (which nothing else may need), storing a
     single activation for backward."""
-    if u.device.type != "cpu":
+    if u.device.type != "cpu" or torch.is_autocast_enabled("cpu"):
         return apply_dropout(torch.nn.functional.leaky_relu(u, slope), p, training)
     seed = new_seed() if training and p > 0.0 else None
     if not torch.is_grad_enabled():
@@ -131,7 +133,7 @@ def _add_dropped_(branch: torch.Tensor, residual: torch.Tensor, p: float, seed: 
 
 def residual_dropout_(branch: torch.Tensor, residual: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     """``residual + dropout(branch, p)`` computed in place on ``branch`` (which nothing else may need)."""
-    if branch.device.type != "cpu":
+    if branch.device.type != "cpu" or torch.is_autocast_enabled("cpu"):
         return residual + apply_dropout(branch, p, training)
     seed = new_seed() if training and p > 0.0 else None
     if not torch.is_grad_enabled():

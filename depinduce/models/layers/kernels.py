@@ -6,6 +6,9 @@ linear map applied at every position *is* a 1×1 convolution, and a (B, T, C) te
 already in channels-last layout, so ``conv2d`` computes the same numbers with oneDNN, forward and backward,
 without copying the input or the output.  Elsewhere (GPU, other dtypes, tiny inputs) the plain torch ops are used.
 
+Under autocast (training with ``precision: bf16``) every function here is the plain torch op, so that autocast
+casts its operands: the Functions below run their own backward, which autocast would not see.
+
 The linear maps are autograd Functions whose outputs are ordinary tensors, not views of the 4-D convolution
 output, so that the layers may update them in place (e.g. residual sums written over a layer's output): a view
 created inside a custom Function may not be modified in place.
@@ -19,9 +22,17 @@ import torch
 import torch.nn.functional as F
 
 
+def lowered(x: torch.Tensor) -> bool:
+    """Whether autocast lowers the precision of products on ``x``'s device (training with ``precision: bf16``):
+    the fused kernels and custom autograd Functions of the layers then step aside for torch's own ops, whose
+    operands autocast casts and whose backward it knows."""
+    return torch.is_autocast_enabled(x.device.type)
+
+
 def _use_onednn(x: torch.Tensor) -> bool:
     return (
-        x.device.type == "cpu"
+        not lowered(x)
+        and x.device.type == "cpu"
         and x.dtype == torch.float32
         and x.dim() == 3
         and x.numel() > 0
@@ -84,6 +95,8 @@ class _PositionLinear(torch.autograd.Function):
 def position_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """``F.linear(x, weight, bias)`` for ``x`` (B, T, C_in) and ``weight`` (C_out, C_in); the result is a fresh
     tensor that callers may modify in place."""
+    if lowered(x):
+        return F.linear(x, weight, bias)
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or bias.requires_grad):
         return _PositionLinear.apply(x, weight, bias)
     return _linear_forward(x, weight, bias)
@@ -127,7 +140,7 @@ class _NormLinear(torch.autograd.Function):
 def norm_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, linear: torch.nn.Linear) -> torch.Tensor:
     """``linear(norm(x))`` for ``x`` (B, T, C); with gradients on, stores one activation instead of two.  The
     result is a fresh tensor that callers may modify in place."""
-    if not torch.is_grad_enabled():
+    if not torch.is_grad_enabled() or lowered(x):
         return position_linear(norm(x), linear.weight, linear.bias)
     return _NormLinear.apply(x, norm.weight, norm.bias, linear.weight, linear.bias, norm.eps)
 

@@ -26,7 +26,7 @@ from depinduce.models.layers.dropout import (
     new_seed,
     residual_dropout_,
 )
-from depinduce.models.layers.kernels import bmm_into, linear_backward, norm_linear, position_linear
+from depinduce.models.layers.kernels import bmm_into, linear_backward, lowered, norm_linear, position_linear
 
 
 def _relation(parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
@@ -147,8 +147,9 @@ class _Heads:
 
 
 def _fused_attention_supported(qkv: torch.Tensor) -> bool:
-    """The fused core redraws CPU dropout masks in backward; elsewhere plain autograd ops do the work."""
-    return qkv.device.type == "cpu"
+    """The fused core redraws CPU dropout masks in backward; elsewhere (and under autocast) plain autograd ops
+    do the work."""
+    return qkv.device.type == "cpu" and not lowered(qkv)
 
 
 class DependencyAttention(nn.Module):
@@ -214,7 +215,7 @@ class StructFormerLayer(nn.Module):
     def feed_forward(self, x: torch.Tensor, recompute_ffn: bool | None = None) -> torch.Tensor:
         """FFN(LN(x)) as a fresh tensor."""
         recompute = self.recompute_ffn if recompute_ffn is None else recompute_ffn
-        if recompute and torch.is_grad_enabled() and x.device.type == "cpu":
+        if recompute and torch.is_grad_enabled() and x.device.type == "cpu" and not lowered(x):
             seed = new_seed() if self.training and self.dropout > 0.0 else None
             norm = self.ff_norm
             return _RecomputedFeedForward.apply(x, norm.weight, norm.bias, self.ff_in.weight, self.ff_in.bias,

@@ -71,6 +71,7 @@ class StructFormer(MaskedLMBackend):
     default_recipes = {"cpu": "structformer-ptb-cpu", "cuda": "structformer-ptb"}
     config_class = StructFormerConfig
     parser_modules = ("parser",)  # what train.parser_lr applies to
+    mixed_precision = True  # train.precision: bf16 (training/precision.py)
     own_decoders = OWN_DECODERS
 
     def __init__(self, config: StructFormerConfig, vocab: Vocab) -> None:
@@ -102,9 +103,13 @@ class StructFormer(MaskedLMBackend):
         if embedded is None:
             embedded = self.embedding(tokens)
         distance, height = self.parser(embedded, mask)
-        distance = calibrate_distances(distance, height, mask, per_batch=batch_margin)
-        sharpness = self.log_sharpness.exp()
-        parent, root = parent_distribution(distance, height, mask, sharpness[0], sharpness[1])
+        # In float32 even under autocast (precision: bf16): the parent distribution multiplies and accumulates
+        # probabilities over spans, which bfloat16's 8-bit mantissa would round away.
+        with torch.autocast(tokens.device.type, enabled=False):
+            distance, height = distance.float(), height.float()
+            distance = calibrate_distances(distance, height, mask, per_batch=batch_margin)
+            sharpness = self.log_sharpness.exp()
+            parent, root = parent_distribution(distance, height, mask, sharpness[0], sharpness[1])
         return Structure(distance=distance, height=height, parent=parent, root=root)
 
     def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -48,7 +48,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from depinduce.models.layers.dropout import apply_dropout, drop_mask, new_seed, residual_dropout_
-from depinduce.models.layers.kernels import linear_backward, position_linear
+from depinduce.models.layers.kernels import linear_backward, lowered, position_linear
 
 # Pair directions: 0 = the word itself, 1 = j left of i (j < i), 2 = j right of i (j > i).
 SAME, LEFT, RIGHT = 0, 1, 2
@@ -212,8 +212,9 @@ class _GatedHeadsCore(torch.autograd.Function):
 
 
 def _fused_supported(parts: torch.Tensor) -> bool:
-    """The fused core redraws CPU dropout masks in backward; elsewhere plain autograd ops do the work."""
-    return parts.device.type == "cpu" and torch.is_grad_enabled()
+    """The fused core redraws CPU dropout masks in backward; elsewhere (and under autocast) plain autograd ops
+    do the work."""
+    return parts.device.type == "cpu" and torch.is_grad_enabled() and not lowered(parts)
 
 
 class DGNLayer(nn.Module):
@@ -265,4 +266,4 @@ class DGNLayer(nn.Module):
             out = position_linear(messages, self.out.weight, self.out.bias)
         if self.dropout_twice:  # the authors' second dropout, on the projected output (keeps only its seed)
             return residual_dropout_(out, x, self.dropout, self.training)
-        return out.add_(x)
+        return x + out if lowered(out) else out.add_(x)  # a bfloat16 branch: keep the residual float32

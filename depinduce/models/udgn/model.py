@@ -50,6 +50,7 @@ class UDGN(MaskedLMBackend):
     default_recipes = {"cpu": "udgn-ptb-cpu", "cuda": "udgn-ptb"}
     config_class = UDGNConfig
     parser_modules = ("parser",)  # what train.parser_lr applies to
+    mixed_precision = True  # train.precision: bf16 (training/precision.py)
     own_decoders = AUTHORS_DECODERS
 
     def __init__(self, config: UDGNConfig, vocab: Vocab) -> None:
