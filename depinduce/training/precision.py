@@ -45,8 +45,7 @@ def check_precision(precision: str, model_name: str, supported: bool, device: to
     if precision == "fp32":
         return
     if not supported:
-        raise RecipeError(f"train.precision: model '{model_name}' trains in float32 only; set precision: fp32 "
-                          "(bf16 is available for structformer and udgn)")
+        raise RecipeError(f"train.precision: model '{model_name}' trains in float32 only; set precision: fp32")
     if device.type == "cpu" and cpu_has_bf16() is False:
         log("note: precision bf16 on a CPU without bfloat16 instructions (no avx512_bf16/amx_bf16): the products "
             "are emulated and usually slower than float32")
