@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from depinduce.models.layers.kernels import lowered
+
 _FIELD_BITS = 15
 _FIELD_SIZE = 1 << _FIELD_BITS
 
@@ -97,7 +99,7 @@ class _LeakyReluDropout(torch.autograd.Function):
 def leaky_relu_dropout_(u: torch.Tensor, slope: float, p: float, training: bool) -> torch.Tensor:
     """``dropout(leaky_relu(u, slope), p)`` computed in place on ``u`` (which nothing else may need), storing a
     single activation for backward."""
-    if u.device.type != "cpu" or torch.is_autocast_enabled("cpu"):
+    if u.device.type != "cpu" or lowered(u):
         return apply_dropout(torch.nn.functional.leaky_relu(u, slope), p, training)
     seed = new_seed() if training and p > 0.0 else None
     if not torch.is_grad_enabled():
@@ -133,7 +135,7 @@ def _add_dropped_(branch: torch.Tensor, residual: torch.Tensor, p: float, seed: 
 
 def residual_dropout_(branch: torch.Tensor, residual: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     """``residual + dropout(branch, p)`` computed in place on ``branch`` (which nothing else may need)."""
-    if branch.device.type != "cpu" or torch.is_autocast_enabled("cpu"):
+    if branch.device.type != "cpu" or lowered(branch):
         return residual + apply_dropout(branch, p, training)
     seed = new_seed() if training and p > 0.0 else None
     if not torch.is_grad_enabled():
