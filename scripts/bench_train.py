@@ -15,6 +15,7 @@ machine with ``scripts/bench_authors.py`` (absolute figures from different machi
     python scripts/bench_train.py --model udgn --configs small --seconds 20
     python scripts/bench_train.py --model probformer --batch-tokens 2048 --seconds 60  # both recipes
     python scripts/bench_train.py --configs paper --set recompute_ffn=false
+    python scripts/bench_train.py --model udgn --configs small --precision bf16   # train.precision: bf16
 """
 
 from __future__ import annotations
@@ -92,17 +93,24 @@ def random_batch(lengths: list[int], vocab_size: int, generator: Any) -> tuple[A
 
 
 def worker(model_name: str, model_config: dict[str, object], threads: int, seconds: float, batch_tokens: int,
-           seed: int) -> dict[str, object]:
+           seed: int, precision: str = "fp32") -> dict[str, object]:
     import torch
 
     from depinduce.data.vocab import Vocab
+    from depinduce.errors import RecipeError
     from depinduce.training.engine import trainable_class
     from depinduce.training.objectives import LossModule, objective_for
+    from depinduce.training.precision import autocast, check_precision
 
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     vocab = Vocab([f"w{i}" for i in range(10_000 - 3)])
     model_class = trainable_class(model_name)
+    try:  # the engine's own check: backends without bfloat16 support refuse it
+        check_precision(precision, model_name, model_class.mixed_precision, torch.device("cpu"),
+                        lambda line: print(line, file=sys.stderr))
+    except RecipeError as error:
+        sys.exit(str(error))
     model = model_class.from_config(model_config, vocab, where="bench")
     objective = objective_for(model_class.capabilities.objective, mask_rate=0.3, vocab_size=len(vocab))
     objective.check_model(model)
@@ -114,7 +122,9 @@ def worker(model_name: str, model_config: dict[str, object], threads: int, secon
 
     def step(lengths: list[int]) -> int:
         tokens, mask = random_batch(lengths, len(vocab), generator)
-        loss = loss_module(**objective.prepare(tokens, mask, generator=generator))[0]
+        inputs = objective.prepare(tokens, mask, generator=generator)
+        with autocast(precision, torch.device("cpu")):  # as the engine's training step
+            loss = loss_module(**inputs)[0]
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
         optimizer.step()
@@ -136,6 +146,7 @@ def worker(model_name: str, model_config: dict[str, object], threads: int, secon
     after = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "threads": threads,
+        "precision": precision,
         "steps": steps,
         "tokens": words,
         "seconds": round(elapsed, 2),
@@ -177,12 +188,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="timed training per configuration")
     parser.add_argument("--batch-tokens", type=int, default=4096)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                        help="train.precision: bf16 runs each forward pass under bfloat16 autocast")
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # JSON model_config: run one configuration here
     args = parser.parse_args()
 
     if args.worker:
         print(json.dumps(worker(args.model, json.loads(args.worker), args.threads, args.seconds,
-                                args.batch_tokens, args.seed)))
+                                args.batch_tokens, args.seed, args.precision)))
         return
     table = CONFIGS[args.model]
     names = chosen_configs(args.model, args.configs)
@@ -190,7 +203,8 @@ def main() -> None:
         model_config = {**table[name], **parse_sets(args.set)}
         command = [sys.executable, __file__, "--model", args.model, "--worker", json.dumps(model_config),
                    "--threads", str(args.threads), "--seconds", str(args.seconds),
-                   "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed)]
+                   "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed),
+                   "--precision", args.precision]
         finished = subprocess.run(command, capture_output=True, text=True)
         if finished.returncode != 0:
             sys.exit(f"{args.model}/{name}: the benchmark worker failed (exit {finished.returncode}):\n"

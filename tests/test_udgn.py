@@ -207,6 +207,45 @@ def test_fused_core_matches_plain_autograd_with_the_same_dropout(monkeypatch: py
         assert torch.allclose(a, b, atol=1e-4 * max(1.0, b.abs().max().item()))
 
 
+@pytest.mark.parametrize("recompute", [True, False])
+def test_fused_core_under_bf16_autocast_matches_autocasts_plain_ops(monkeypatch: pytest.MonkeyPatch,
+                                                                    recompute: bool) -> None:
+    """precision: bf16 — the fused core takes autocast's bfloat16 projection and makes the casts autocast makes
+    for the plain ops (bfloat16 products, float32 controller): the same output, nearly the same gradients (the
+    order of bfloat16 roundings differs), every gradient float32 like its parameter."""
+    torch.manual_seed(0)
+    layer = DGNLayer(64, 4, 16, dropout=0.3, dropatt=0.2)
+    x = torch.randn(20, 9, 64, requires_grad=True)
+    m = torch.rand(20, 9, 9, requires_grad=True)
+    inputs = [x, m, *layer.parameters()]
+    weights = torch.linspace(-1.0, 1.0, 20 * 9 * 64).view(20, 9, 64)
+    results = []
+    for fused in (True, False):
+        if not fused:
+            monkeypatch.setattr(dgn, "_fused_supported", lambda parts: False)
+        torch.manual_seed(5)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = layer(x, m, pair_directions(9), recompute=recompute)
+        results.append((out, torch.autograd.grad((out * weights).sum(), inputs)))
+    (out_fused, grads_fused), (out_plain, grads_plain) = results
+    assert out_fused.dtype == torch.float32  # the residual stream
+    torch.testing.assert_close(out_fused, out_plain, atol=1e-6, rtol=0.0)
+    for fused_grad, plain_grad, value in zip(grads_fused, grads_plain, inputs):
+        assert fused_grad.dtype == value.dtype == torch.float32
+        assert torch.nn.functional.cosine_similarity(fused_grad.flatten(), plain_grad.flatten(), dim=0) > 0.9999
+        assert (fused_grad - plain_grad).abs().max() <= 0.01 * plain_grad.abs().max()
+
+
+def test_fused_core_runs_under_autocast() -> None:
+    """The fused core, not torch's plain ops, handles a bfloat16 training step on CPU (its memory saving)."""
+    parts = torch.zeros(2, 3, 8, dtype=torch.bfloat16)
+    with torch.enable_grad():
+        assert dgn._fused_supported(parts)
+        assert not dgn._fused_supported(parts.to(torch.float16))
+    with torch.no_grad():
+        assert not dgn._fused_supported(parts)
+
+
 @pytest.mark.parametrize("path", ["fused, recompute", "fused, keep", "plain"])
 def test_the_authors_second_dropout_drops_the_projected_output(path: str) -> None:
     """dgn_dropout: twice — with W_o = 0 and b_o = 1 the branch is 1 wherever the output dropout keeps it (scaled

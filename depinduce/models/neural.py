@@ -85,7 +85,8 @@ class NeuralBackend(Backend, torch.nn.Module):
     # Submodules that make up the backend's parser (what ``train.parser_lr`` applies to); empty: the backend has
     # no parser separate from the rest of the network.
     parser_modules: ClassVar[tuple[str, ...]] = ()
-    # Trains under bfloat16 autocast (``train.precision: bf16``): its layers take torch's own ops under autocast.
+    # Trains under bfloat16 autocast (``train.precision: bf16``): its layers take torch's own ops under autocast,
+    # or cast as autocast would.
     mixed_precision: ClassVar[bool] = False
 
     def parser_parameters(self) -> list[torch.nn.Parameter]:

@@ -10,7 +10,8 @@ kernel: the numbers differ from float32 by bfloat16's rounding (8 bits of mantis
 Where it pays: CPUs with bfloat16 instructions (``avx512_bf16`` or ``amx_bf16`` in /proc/cpuinfo), where oneDNN's
 bfloat16 products run 2–3× faster than float32, and GPUs.  Elsewhere bfloat16 is emulated and slower, which is
 said once when training starts.  Backends opt in (``NeuralBackend.mixed_precision``) once their fused CPU kernels
-step aside under autocast (``models/layers/kernels.lowered``); the others refuse the setting in one line.
+either step aside under autocast (``models/layers/kernels.lowered``) or make autocast's casts themselves (UDGN's
+DGN heads); the others refuse the setting in one line.
 """
 
 from __future__ import annotations

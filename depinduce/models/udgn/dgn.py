@@ -33,8 +33,11 @@ products, tanh(v), sigmoid(g), the messages before and after the gate and dropou
 itself.  :class:`_GatedHeadsCore` keeps exactly the tensors its backward needs, or, when ``recompute`` is set,
 only the projection and m, recomputing the rest in backward (two batched products and a few element-wise
 passes: about 6% of a small model's step); dropout masks are redrawn from their seeds.  The model decides per
-step (config ``recompute_heads``, ``auto``: only when memory would otherwise run short).  On other devices, and
-without gradients, the same computation runs as plain torch ops.  The second dropout follows either path
+step (config ``recompute_heads``, ``auto``: only when memory would otherwise run short).  Under bfloat16 autocast
+(``precision: bf16``) the core runs too, on the bfloat16 projection, making the casts autocast would make for the
+plain ops (its output is theirs exactly): torch's plain ops would keep bfloat16 copies of q, k, tanh(v), the
+weights and the gated messages, more than the activations' halving saves.  On other devices, and without
+gradients, the same computation runs as plain torch ops.  The second dropout follows either path
 (``residual_dropout_``: in place, keeping only its mask's seed), so recomputation does not touch it.
 """
 
@@ -115,7 +118,12 @@ def plain_heads(parts: torch.Tensor, graph: torch.Tensor, table: torch.Tensor | 
 
 class _Recomputed:
     """The intermediate tensors of one layer's heads, computed without autograd (forward and again in
-    backward); dropout masks come from their seeds, so both passes see the same ones."""
+    backward); dropout masks come from their seeds, so both passes see the same ones.
+
+    In the projection's dtype, except the controller, which is float32 whatever the projection is: a bfloat16
+    projection (``precision: bf16``) gets the casts autocast gives the plain ops — q·k in bfloat16, the score
+    (with its float32 bias), softmax and graph weighting in float32, the weights cast back to bfloat16 for the
+    message product."""
 
     def __init__(self, parts: torch.Tensor, graph: torch.Tensor, table: torch.Tensor | None,
                  directions: torch.Tensor, opts: HeadOptions, dropatt: float, att_seed: int | None,
@@ -123,14 +131,15 @@ class _Recomputed:
         batch, width, _ = parts.shape
         q, k, v, *gate = _split(parts, opts)
         self.q, self.k = q, k
-        self.controller = _controller(q, k, table, directions, opts)
+        self.controller = _controller(q, k, table, directions, opts).float()
         weights = self.controller * graph[:, None]
         self.att_drop = None if att_seed is None else drop_mask(weights.shape, dropatt, att_seed)
         if self.att_drop is not None:
             weights.masked_fill_(self.att_drop, 0.0).mul_(1.0 / (1.0 - dropatt))
-        self.weights = weights
+        self.weights = weights.to(parts.dtype)
+        del weights
         self.values = _values(v, opts).transpose(1, 2)  # (B, N, T, d)
-        self.context = torch.matmul(weights, self.values).transpose(1, 2)  # (B, T, N, d)
+        self.context = torch.matmul(self.weights, self.values).transpose(1, 2)  # (B, T, N, d)
         self.gate = torch.sigmoid(gate[0]) if opts.gates else None
         # A fresh tensor either way (the product, or the copy that reshaping the transposed context makes), so
         # dropout may work in place; the context itself is only needed again for the gate's gradient.
@@ -154,21 +163,30 @@ class _GatedHeadsCore(torch.autograd.Function):
         ctx.has_table = table is not None
         saved_table = table if table is not None else graph.new_empty(0)
         ctx.save_for_backward(parts, graph, saved_table, out_weight, directions)
-        heads = _Recomputed(parts, graph, table, directions, opts, dropatt, att_seed, dropout, seed)
-        ctx.heads = None if recompute else heads  # intermediates (not inputs or outputs): kept as an attribute
-        return position_linear(heads.messages, out_weight, out_bias)
+        with _exact_dtypes(parts):
+            heads = _Recomputed(parts, graph, table, directions, opts, dropatt, att_seed, dropout, seed)
+            ctx.heads = None if recompute else heads  # intermediates (not inputs or outputs): kept as an attribute
+            return position_linear(heads.messages, out_weight.to(parts.dtype), out_bias.to(parts.dtype))
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        with _exact_dtypes(grad):
+            return _GatedHeadsCore._backward(ctx, grad)
+
+    @staticmethod
+    def _backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        """The gradients, in each input's dtype but for the weights' (autograd casts those back): the
+        controller's in float32, the rest in the projection's dtype, as autocast's plain ops would have them."""
         parts, graph, table, out_weight, directions = ctx.saved_tensors
+        out_weight = out_weight.to(parts.dtype)
         opts, dropatt, att_seed, dropout, seed = ctx.settings
         table = table if ctx.has_table else None
         heads = ctx.heads
         ctx.heads = None
         if heads is None:
             heads = _Recomputed(parts, graph, table, directions, opts, dropatt, att_seed, dropout, seed)
-        grad_messages, grad_out_weight, grad_out_bias = linear_backward(grad.contiguous(), heads.messages,
-                                                                        out_weight)
+        grad_messages, grad_out_weight, grad_out_bias = linear_backward(grad.to(parts.dtype).contiguous(),
+                                                                        heads.messages, out_weight)
         del heads.messages
         if heads.drop is not None:
             grad_messages.masked_fill_(heads.drop, 0.0).mul_(1.0 / (1.0 - dropout))
@@ -188,7 +206,7 @@ class _GatedHeadsCore(torch.autograd.Function):
             grad_values.mul_(1.0 - heads.values * heads.values)
         grad_parts[:, :, 2] = grad_values.transpose(1, 2)
         del grad_values
-        grad_weights = torch.matmul(grad_context, heads.values.transpose(-1, -2))  # (B, N, T, T)
+        grad_weights = torch.matmul(grad_context, heads.values.transpose(-1, -2)).float()  # (B, N, T, T)
         del grad_context, heads.values, heads.weights
         if heads.att_drop is not None:
             grad_weights.masked_fill_(heads.att_drop, 0.0).mul_(1.0 / (1.0 - dropatt))
@@ -205,16 +223,24 @@ class _GatedHeadsCore(torch.autograd.Function):
         if table is not None:
             per_pair = grad_scores.sum(dim=0).flatten(1)  # (N, T·T)
             grad_table = torch.zeros_like(table).index_add_(1, directions.flatten(), per_pair)
+        grad_scores = grad_scores.to(parts.dtype)
         grad_parts[:, :, 0] = torch.matmul(grad_scores, heads.k.transpose(1, 2)).transpose(1, 2)
         grad_parts[:, :, 1] = torch.matmul(grad_scores.transpose(-1, -2), heads.q.transpose(1, 2)).transpose(1, 2)
-        return (grad_parts.view(parts.shape), grad_graph, grad_table, grad_out_weight, grad_out_bias,
+        return (grad_parts.view(parts.shape), grad_graph.to(graph.dtype), grad_table, grad_out_weight, grad_out_bias,
                 None, None, None, None, None, None, None)
 
 
 def _fused_supported(parts: torch.Tensor) -> bool:
-    """The fused core redraws CPU dropout masks in backward; elsewhere (and under autocast) plain autograd ops
-    do the work."""
-    return parts.device.type == "cpu" and torch.is_grad_enabled() and not lowered(parts)
+    """The fused core redraws CPU dropout masks in backward; elsewhere plain autograd ops do the work.  Under
+    autocast (``precision: bf16``) it runs too, on the bfloat16 projection autocast gave it, with the casts
+    autocast would have made (:class:`_Recomputed`)."""
+    return (parts.device.type == "cpu" and torch.is_grad_enabled()
+            and parts.dtype in (torch.float32, torch.bfloat16))
+
+
+def _exact_dtypes(x: torch.Tensor) -> torch.autocast:
+    """Autocast off inside the fused core: it casts explicitly, the same way in forward and in backward."""
+    return torch.autocast(x.device.type, enabled=False)
 
 
 class DGNLayer(nn.Module):
