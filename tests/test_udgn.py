@@ -241,6 +241,7 @@ def test_fused_core_runs_under_autocast() -> None:
     parts = torch.zeros(2, 3, 8, dtype=torch.bfloat16)
     with torch.enable_grad():
         assert dgn._fused_supported(parts)
+        assert dgn._fused_supported(parts.double())  # the gradcheck above runs the fused core
         assert not dgn._fused_supported(parts.to(torch.float16))
     with torch.no_grad():
         assert not dgn._fused_supported(parts)

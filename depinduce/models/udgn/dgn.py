@@ -131,7 +131,7 @@ class _Recomputed:
         batch, width, _ = parts.shape
         q, k, v, *gate = _split(parts, opts)
         self.q, self.k = q, k
-        self.controller = _controller(q, k, table, directions, opts).float()
+        self.controller = _controller(q, k, table, directions, opts).to(_controller_dtype(parts))
         weights = self.controller * graph[:, None]
         self.att_drop = None if att_seed is None else drop_mask(weights.shape, dropatt, att_seed)
         if self.att_drop is not None:
@@ -206,7 +206,8 @@ class _GatedHeadsCore(torch.autograd.Function):
             grad_values.mul_(1.0 - heads.values * heads.values)
         grad_parts[:, :, 2] = grad_values.transpose(1, 2)
         del grad_values
-        grad_weights = torch.matmul(grad_context, heads.values.transpose(-1, -2)).float()  # (B, N, T, T)
+        grad_weights = torch.matmul(grad_context, heads.values.transpose(-1, -2))  # (B, N, T, T)
+        grad_weights = grad_weights.to(_controller_dtype(parts))
         del grad_context, heads.values, heads.weights
         if heads.att_drop is not None:
             grad_weights.masked_fill_(heads.att_drop, 0.0).mul_(1.0 / (1.0 - dropatt))
@@ -226,8 +227,8 @@ class _GatedHeadsCore(torch.autograd.Function):
         grad_scores = grad_scores.to(parts.dtype)
         grad_parts[:, :, 0] = torch.matmul(grad_scores, heads.k.transpose(1, 2)).transpose(1, 2)
         grad_parts[:, :, 1] = torch.matmul(grad_scores.transpose(-1, -2), heads.q.transpose(1, 2)).transpose(1, 2)
-        return (grad_parts.view(parts.shape), grad_graph.to(graph.dtype), grad_table, grad_out_weight, grad_out_bias,
-                None, None, None, None, None, None, None)
+        return (grad_parts.view(parts.shape), grad_graph.to(graph.dtype), grad_table, grad_out_weight,
+                grad_out_bias, None, None, None, None, None, None, None)
 
 
 def _fused_supported(parts: torch.Tensor) -> bool:
@@ -235,7 +236,12 @@ def _fused_supported(parts: torch.Tensor) -> bool:
     autocast (``precision: bf16``) it runs too, on the bfloat16 projection autocast gave it, with the casts
     autocast would have made (:class:`_Recomputed`)."""
     return (parts.device.type == "cpu" and torch.is_grad_enabled()
-            and parts.dtype in (torch.float32, torch.bfloat16))
+            and parts.dtype in (torch.float32, torch.float64, torch.bfloat16))
+
+
+def _controller_dtype(parts: torch.Tensor) -> torch.dtype:
+    """float32 for a bfloat16 projection (autocast's softmax dtype), else the projection's own."""
+    return torch.promote_types(parts.dtype, torch.float32)
 
 
 def _exact_dtypes(x: torch.Tensor) -> torch.autocast:
