@@ -35,10 +35,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_train  # noqa: E402
-from bench_train import bucketed_batches, chosen_configs, parse_sets, random_batch, sentence_lengths  # noqa: E402
+from bench_train import (  # noqa: E402
+    VOCAB_SIZE, bucketed_batches, chosen_configs, depinduce_step_function, parse_sets, random_batch,
+    sentence_lengths,
+)
 from cpu_info import cpu_description  # noqa: E402
 
-VOCAB_SIZE = 10_000
 PAD, MASK = 0, 2  # depinduce's special indices (data/vocab.py); the authors' scripts take pad as a parameter
 
 # The networks compared (bench_train's configurations; the authors' constructors take the same shapes).
@@ -48,28 +50,6 @@ SHARED_DEFAULTS: dict[str, dict[str, Any]] = {
     "structformer": {"dropout": 0.1, "dropatt": 0.0, "pos_emb": True, "n_parser_layers": 3, "conv_size": 9},
     "udgn": {"dropout": 0.0, "dropatt": 0.0},
 }
-
-
-def depinduce_step_function(model_name: str, config: dict[str, Any], precision: str) -> tuple[Any, Any]:
-    import torch
-
-    from depinduce.data.vocab import Vocab
-    from depinduce.training.engine import trainable_class
-    from depinduce.training.objectives import LossModule, objective_for
-    from depinduce.training.precision import autocast
-
-    vocab = Vocab([f"w{i}" for i in range(VOCAB_SIZE - 3)])
-    model_class = trainable_class(model_name)
-    model = model_class.from_config(config, vocab, where="bench")
-    objective = objective_for(model_class.capabilities.objective, mask_rate=0.3, vocab_size=len(vocab))
-    loss_module = LossModule(model, objective)
-
-    def loss(tokens: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        inputs = objective.prepare(tokens, mask, generator=generator)
-        with autocast(precision, torch.device("cpu")):
-            return loss_module(**inputs)[0]
-
-    return model, loss
 
 
 def authors_step_function(model_name: str, config: dict[str, Any], authors: Path) -> tuple[Any, Any]:

@@ -92,8 +92,13 @@ def random_batch(lengths: list[int], vocab_size: int, generator: Any) -> tuple[A
     return tokens, mask
 
 
-def worker(model_name: str, model_config: dict[str, object], threads: int, seconds: float, batch_tokens: int,
-           seed: int, precision: str = "fp32") -> dict[str, object]:
+VOCAB_SIZE = 10_000  # depinduce's three special tokens included
+
+
+def depinduce_step_function(model_name: str, config: dict[str, Any], precision: str) -> tuple[Any, Any]:
+    """The backend built at ``config`` over a 10,000-word vocabulary, and its training loss for a batch exactly as
+    the engine computes it (its objective; under bfloat16 autocast with ``precision: bf16``, which backends that
+    train in float32 only refuse with the engine's own one-line error)."""
     import torch
 
     from depinduce.data.vocab import Vocab
@@ -102,30 +107,41 @@ def worker(model_name: str, model_config: dict[str, object], threads: int, secon
     from depinduce.training.objectives import LossModule, objective_for
     from depinduce.training.precision import autocast, check_precision
 
-    torch.set_num_threads(threads)
-    torch.manual_seed(seed)
-    vocab = Vocab([f"w{i}" for i in range(10_000 - 3)])
+    vocab = Vocab([f"w{i}" for i in range(VOCAB_SIZE - 3)])
     model_class = trainable_class(model_name)
-    try:  # the engine's own check: backends without bfloat16 support refuse it
+    try:
         check_precision(precision, model_name, model_class.mixed_precision, torch.device("cpu"),
                         lambda line: print(line, file=sys.stderr))
     except RecipeError as error:
         sys.exit(str(error))
-    model = model_class.from_config(model_config, vocab, where="bench")
+    model = model_class.from_config(config, vocab, where="bench")
     objective = objective_for(model_class.capabilities.objective, mask_rate=0.3, vocab_size=len(vocab))
     objective.check_model(model)
     loss_module = LossModule(model, objective)
+
+    def loss(tokens: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        inputs = objective.prepare(tokens, mask, generator=generator)
+        with autocast(precision, torch.device("cpu")):  # as the engine's training step
+            return loss_module(**inputs)[0]
+
+    return model, loss
+
+
+def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds: float, batch_tokens: int,
+           seed: int, precision: str = "fp32") -> dict[str, object]:
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    model, loss_of = depinduce_step_function(model_name, model_config, precision)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-4, eps=1e-9, weight_decay=1.2e-6)
     batches = bucketed_batches(sentence_lengths(20_000, seed), batch_tokens, seed)
     generator = torch.Generator().manual_seed(seed)
 
     def step(lengths: list[int]) -> int:
-        tokens, mask = random_batch(lengths, len(vocab), generator)
-        inputs = objective.prepare(tokens, mask, generator=generator)
-        with autocast(precision, torch.device("cpu")):  # as the engine's training step
-            loss = loss_module(**inputs)[0]
-        loss.backward()
+        tokens, mask = random_batch(lengths, VOCAB_SIZE, generator)
+        loss_of(tokens, mask, generator).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)  # before the next forward: gradients need not outlive the step

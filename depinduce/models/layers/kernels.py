@@ -29,6 +29,12 @@ def lowered(x: torch.Tensor) -> bool:
     return torch.is_autocast_enabled(x.device.type)
 
 
+def autocast_off(x: torch.Tensor) -> torch.autocast:
+    """A region without autocast on ``x``'s device, for code that chooses its own dtypes under ``precision:
+    bf16`` (a float32 computation, or casts made explicitly, the same in forward and backward)."""
+    return torch.autocast(x.device.type, enabled=False)
+
+
 def _use_onednn(x: torch.Tensor) -> bool:
     return (
         not lowered(x)

@@ -37,7 +37,7 @@ from torch import nn
 from depinduce.data.vocab import Vocab
 from depinduce.models.base import Capabilities, ParseScores
 from depinduce.models.layers.dropout import apply_dropout
-from depinduce.models.layers.kernels import rows_linear
+from depinduce.models.layers.kernels import autocast_off, rows_linear
 from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap, should_recompute
 from depinduce.models.neural import MaskedLMBackend
 from depinduce.models.structformer.attention import StructFormerLayer
@@ -105,7 +105,7 @@ class StructFormer(MaskedLMBackend):
         distance, height = self.parser(embedded, mask)
         # In float32 even under autocast (precision: bf16): the parent distribution multiplies and accumulates
         # probabilities over spans, which bfloat16's 8-bit mantissa would round away.
-        with torch.autocast(tokens.device.type, enabled=False):
+        with autocast_off(distance):
             distance, height = distance.float(), height.float()
             distance = calibrate_distances(distance, height, mask, per_batch=batch_margin)
             sharpness = self.log_sharpness.exp()

@@ -51,7 +51,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from depinduce.models.layers.dropout import apply_dropout, drop_mask, new_seed, residual_dropout_
-from depinduce.models.layers.kernels import linear_backward, lowered, position_linear
+from depinduce.models.layers.kernels import autocast_off, linear_backward, lowered, position_linear
 
 # Pair directions: 0 = the word itself, 1 = j left of i (j < i), 2 = j right of i (j > i).
 SAME, LEFT, RIGHT = 0, 1, 2
@@ -163,14 +163,14 @@ class _GatedHeadsCore(torch.autograd.Function):
         ctx.has_table = table is not None
         saved_table = table if table is not None else graph.new_empty(0)
         ctx.save_for_backward(parts, graph, saved_table, out_weight, directions)
-        with _exact_dtypes(parts):
+        with autocast_off(parts):  # it casts explicitly, the same way in forward and backward
             heads = _Recomputed(parts, graph, table, directions, opts, dropatt, att_seed, dropout, seed)
             ctx.heads = None if recompute else heads  # intermediates (not inputs or outputs): kept as an attribute
             return position_linear(heads.messages, out_weight.to(parts.dtype), out_bias.to(parts.dtype))
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        with _exact_dtypes(grad):
+        with autocast_off(grad):
             return _GatedHeadsCore._backward(ctx, grad)
 
     @staticmethod
@@ -242,11 +242,6 @@ def _fused_supported(parts: torch.Tensor) -> bool:
 def _controller_dtype(parts: torch.Tensor) -> torch.dtype:
     """float32 for a bfloat16 projection (autocast's softmax dtype), else the projection's own."""
     return torch.promote_types(parts.dtype, torch.float32)
-
-
-def _exact_dtypes(x: torch.Tensor) -> torch.autocast:
-    """Autocast off inside the fused core: it casts explicitly, the same way in forward and in backward."""
-    return torch.autocast(x.device.type, enabled=False)
 
 
 class DGNLayer(nn.Module):
