@@ -8,7 +8,9 @@ text file (``dev.txt``: punctuation already removed) is summarised:
 - ``hub``: per sentence, the share of all head mass that the single most-chosen word receives (a tree's busiest
   word receives ~ its dependents / n; 1 would be every word on one head), averaged over sentences;
 - ``in-degree``: per sentence, the largest number of words whose most probable head is the same word, over n;
-- ``adjacent``: mean mass on the two neighbours; ``self``: mean mass in the root column (UDGN: p[i, i]);
+- ``adjacent``: mean mass on the two neighbours, and of it ``left`` (the previous word) and ``right`` (the next):
+  a parser whose mass sits on one side decodes to a left- or right-branching chain; ``self``: mean mass in the
+  root column (UDGN: p[i, i]);
 - ``first``/``last``: mean mass on the sentence's first/last word; ``hub types``: the words most often the hub.
 
     python scripts/hub_collapse.py --run RUN_DIR --text data/ptb-brown/dev.txt SNAPSHOT.pt... [--sentences 300]
@@ -31,9 +33,11 @@ from depinduce.training.batching import read_corpus
 def weights(path: Path) -> tuple[dict[str, torch.Tensor], str]:
     state = torch.load(path, weights_only=True, map_location="cpu")
     if "model" in state and isinstance(state["model"], dict):  # a last.pt, or a snapshot of one
-        label = f"step {state.get('step', state.get('progress', {}).get('step', '?'))}"
-        if "tokens_seen" in state:
-            label += f" ({state['tokens_seen'] / 1e6:.2f}M tokens)"
+        progress = state.get("progress", {})
+        label = f"step {state.get('step', progress.get('step', '?'))}"
+        tokens = state.get("tokens_seen", progress.get("tokens_seen"))
+        if tokens is not None:
+            label += f" ({tokens / 1e6:.2f}M tokens)"
         return state["model"], label
     return state, path.name
 
@@ -59,7 +63,8 @@ def summarise(model, rows: list[list[int]], vocab) -> dict[str, float | str]:
             idx = torch.arange(n)
             totals["entropy"] += float(entropy.sum())
             totals["self"] += float(p[:, 0].sum())
-            totals["adjacent"] += float(words[idx[1:], idx[1:] - 1].sum() + words[idx[:-1], idx[:-1] + 1].sum())
+            totals["left"] += float(words[idx[1:], idx[1:] - 1].sum())
+            totals["right"] += float(words[idx[:-1], idx[:-1] + 1].sum())
             totals["first"] += float(words[1:, 0].sum())
             totals["last"] += float(words[:-1, -1].sum())
             totals["hub"] += float(received[hub]) / n
@@ -67,7 +72,8 @@ def summarise(model, rows: list[list[int]], vocab) -> dict[str, float | str]:
             hubs[vocab.itos[row[hub]]] += 1
             n_words += n
             n_sents += 1
-    out: dict[str, float | str] = {k: totals[k] / n_words for k in ("entropy", "self", "adjacent", "first", "last")}
+    out: dict[str, float | str] = {k: totals[k] / n_words for k in ("entropy", "self", "left", "right", "first", "last")}
+    out["adjacent"] = (totals["left"] + totals["right"]) / n_words
     out["hub"] = totals["hub"] / n_sents
     out["in-degree"] = totals["in-degree"] / n_sents
     out["hub types"] = ", ".join(f"{w} {c / n_sents:.0%}" for w, c in hubs.most_common(3))
@@ -86,7 +92,7 @@ def main() -> None:
     model = load_model(str(args.run))
     model.eval()
     rows = read_corpus(args.text, model.vocab)[: args.sentences]
-    columns = ("entropy", "hub", "in-degree", "adjacent", "self", "first", "last")
+    columns = ("entropy", "hub", "in-degree", "adjacent", "left", "right", "self", "first", "last")
     print("| snapshot | " + " | ".join(columns) + " | hub types |")
     print("|---" * (len(columns) + 2) + "|")
     for path in args.snapshots:

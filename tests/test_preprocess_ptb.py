@@ -272,6 +272,18 @@ def test_extra_text_goes_to_train_without_dev_or_test_sentences(ldc_tree: Path, 
     assert (out / "train.conllu").read_bytes() == (base / "train.conllu").read_bytes()
 
 
+def test_extra_text_already_in_the_models_view_keeps_its_numbers(ldc_tree: Path, tmp_path: Path) -> None:
+    """A model-view file (``preprocess text``'s ``train.txt``) as extra text: its numbers stay the placeholders the
+    treebank's numbers fold to, not the word "n"."""
+    extra = tmp_path / "view.txt"
+    extra.write_text("prices rose N.N to N in N\nRaw text says 3.5 to 1,200 in 1990\n")
+    out = tmp_path / "extra"
+    result = run("--ptb-dir", str(ldc_tree), "--out", str(out), "--extra-text", str(extra), "--one-per-line")
+    assert result.exit_code == 0, result.output
+    assert (out / "train.txt").read_text().splitlines()[-2:] == ["prices rose N.N to N in N",
+                                                                "raw text says N.N to N,N in N"]
+
+
 # ------------------------------------------------------------------------------- atomicity and bad input
 
 

@@ -87,8 +87,30 @@ def test_bad_json_is_located(tmp_path: Path) -> None:
 def test_normalization() -> None:
     assert Normalization().words(["The", "1,000", "U.S.", "a b"]) == ["the", "N,N", "u.s.", "a_b"]
     assert Normalization(lowercase=False, fold_digits=False).word("Year 1990") == "Year_1990"
-    assert Normalization().word("N") == "n" and Normalization().word("9") == "N"
+    assert Normalization().word("9") == "N" and Normalization().word("No") == "no"
     assert overlap_key(["The", "$", "5", "million", ",", "''"]) == ("the", "N", "million")
+
+
+def test_numbers_in_the_models_view_stay_numbers() -> None:
+    """Text already normalised (a model-view ``.txt`` given as extra text, to parse or to perplexity) keeps its
+    number placeholders: lower-casing "N.N" again would make every number the word "n.n"."""
+    norm = Normalization()
+    assert norm.words(["N", "N.N", "N,N", "$N", "N%", "-N"]) == ["N", "N.N", "N,N", "$N", "N%", "-N"]
+    assert norm.words(["Nancy", "No", "N'", "NN"]) == ["nancy", "no", "n'", "nn"]  # words, not numbers
+    assert norm.word("1980s") == "Ns" and norm.word("Ns") == "ns"  # fused with letters: not recognised
+    assert overlap_key(["N", "million"]) == overlap_key(["5", "million"])  # leak checks see the same sentence
+    assert Normalization(fold_digits=False).word("N") == "n"  # no placeholders without folding
+    vocab = Vocab.build([["rose", "N.N", "in", "N"]] * 2)  # parse --tokenized test.txt looks words up so
+    assert vocab.encode(["N.N", "N"]) == vocab.encode(["3.5", "1990"])
+    assert UNK not in vocab.decode(vocab.encode(["N.N", "N"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="0123456789.,%$-/", min_size=1, max_size=8))
+def test_normalising_numbers_twice_changes_nothing(word: str) -> None:
+    norm = Normalization()
+    once = norm.word(word)
+    assert norm.word(once) == once
 
 
 @settings(max_examples=100, deadline=None)
