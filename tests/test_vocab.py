@@ -92,11 +92,12 @@ def test_normalization() -> None:
 
 
 def test_numbers_in_the_models_view_stay_numbers() -> None:
-    """Text already normalised (a model-view ``.txt`` given as extra text, to parse or to perplexity) keeps its
+    """Text already normalised (a model-view ``.txt`` given as extra text or to ``parse --tokenized``) keeps its
     number placeholders: lower-casing "N.N" again would make every number the word "n.n"."""
     norm = Normalization()
     assert norm.words(["N", "N.N", "N,N", "$N", "N%", "-N"]) == ["N", "N.N", "N,N", "$N", "N%", "-N"]
-    assert norm.words(["Nancy", "No", "N'", "NN"]) == ["nancy", "no", "n'", "nn"]  # words, not numbers
+    assert norm.word("２０２４年") == "N年" and norm.word("N年") == "N年"  # fused with uncased script: recognised
+    assert norm.words(["Nancy", "No", "N'", "N’est", "NaN"]) == ["nancy", "no", "n'", "n’est", "nan"]  # words
     assert norm.word("1980s") == "Ns" and norm.word("Ns") == "ns"  # fused with letters: not recognised
     assert overlap_key(["N", "million"]) == overlap_key(["5", "million"])  # leak checks see the same sentence
     assert Normalization(fold_digits=False).word("N") == "n"  # no placeholders without folding
@@ -106,7 +107,7 @@ def test_numbers_in_the_models_view_stay_numbers() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet="0123456789.,%$-/", min_size=1, max_size=8))
+@given(st.text(alphabet="0123456789.,%$-/年月", min_size=1, max_size=8))
 def test_normalising_numbers_twice_changes_nothing(word: str) -> None:
     norm = Normalization()
     once = norm.word(word)

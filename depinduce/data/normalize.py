@@ -3,18 +3,19 @@
 The papers train on lower-cased text with numbers folded (Mikolov's PTB replaces numbers by ``N``); depinduce
 does the same by default and records the settings in ``vocab.json``, so ``parse`` normalises new text exactly as
 the training text was.  Digit runs become ``N`` *after* lower-casing, so the placeholder stays distinct from
-the word "n".  Normalising is idempotent on numbers: a word whose only letters are placeholders set apart by
-non-letters (``N``, ``N.N``, ``N,N``, ``$N``, ``N%``: what folding writes) keeps them, so text already in the
-model's view (``train.txt`` from ``preprocess text`` given as ``--extra-text``, ``test.txt`` given to ``parse
---tokenized`` or ``perplexity``) reaches the vocabulary as it was written, where lower-casing it again would turn
-every number into the word "n".  The price: the rare raw word that is a capital N alone (``N``, ``N.``) is read as
-a number.  Placeholders fused with letters (``Ns`` from "1980s", ``Nth``) are not recognised and lower-case again.
-A digit is any Unicode decimal digit (category Nd: ``0-9`` and also ``٣``, ``५``, full-width
-``０``), which is what ``\\d`` matches in a ``str`` pattern; so every script's numbers fold, and since folding was
-never ASCII-only, vocabularies written by earlier versions (the bundled model's included) normalise exactly as
-before.  Characters that are numeric without being decimal digits (``²``, ``①``, ``三``) stay words.
-Whitespace inside a word (possible in some UD treebanks) becomes ``_`` because the ``.txt`` files separate words
-by spaces.
+the word "n".  A digit is any Unicode decimal digit (category Nd: ``0-9`` and also ``٣``, ``५``, full-width
+``０``), which is what ``\\d`` matches in a ``str`` pattern; so every script's numbers fold.  Characters that are
+numeric without being decimal digits (``²``, ``①``, ``三``) stay words.  Whitespace inside a word (possible in
+some UD treebanks) becomes ``_`` because the ``.txt`` files separate words by spaces.
+
+Normalising is idempotent on numbers: a word in which ``N`` is the only cased letter (``N``, ``N.N``, ``$N``,
+``N%``, ``N年``: what folding writes) keeps it, so text already in the model's view (``train.txt`` from
+``preprocess text`` given as ``--extra-text``, ``test.txt`` given to ``parse --tokenized``) reaches the
+vocabulary as it was written; lower-casing it again would turn every number into the word "n".  The price: a raw
+word that is a capital N without other cased letters (``N``, ``N.``) is read as a number; with an apostrophe it
+stays a word (French ``N'``).  Placeholders fused with cased letters (``Ns`` from "1980s", ``Nth``) are not
+recognised and lower-case again.  Vocabularies written by earlier versions (the bundled model's included)
+normalise as before except for those capital-N words.
 """
 
 from __future__ import annotations
@@ -29,9 +30,14 @@ from depinduce.errors import UsageError
 _DIGITS = re.compile(r"\d+")  # str pattern without re.ASCII: Unicode category Nd
 _SPACE = re.compile(r"\s+")
 NUMBER_TOKEN = "N"
-# A folded number: placeholders separated by (and wrapped in) characters that are neither letters, digits, "_" nor
-# apostrophes (French "N'" is the word n', not a number).
-_FOLDED_NUMBER = re.compile(rf"[^\w']*{NUMBER_TOKEN}(?:[^\w']+{NUMBER_TOKEN})*[^\w']*")
+_APOSTROPHES = ("'", "\u2019")  # French "N'" / "N’" is the word n', not a number
+
+
+def _is_folded_number(word: str) -> bool:
+    """Whether ``word`` looks like folding's output: it has the placeholder and no other cased letter (so
+    lower-casing could only change the placeholder) and no apostrophe."""
+    return (NUMBER_TOKEN in word and not any(a in word for a in _APOSTROPHES)
+            and not any(ch != NUMBER_TOKEN and ch.lower() != ch.upper() for ch in word))
 
 
 def fold_digit_runs(word: str) -> str:
@@ -42,7 +48,7 @@ def fold_digit_runs(word: str) -> str:
 @lru_cache(maxsize=1 << 18)
 def _normalize(word: str, lowercase: bool, fold_digits: bool) -> str:
     """Cached: a corpus repeats its words, and the regexes dominate preprocessing time otherwise."""
-    if lowercase and not (fold_digits and _FOLDED_NUMBER.fullmatch(word)):
+    if lowercase and not (fold_digits and _is_folded_number(word)):
         word = word.lower()
     if fold_digits:
         word = fold_digit_runs(word)
