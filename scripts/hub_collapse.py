@@ -72,7 +72,8 @@ def summarise(model, rows: list[list[int]], vocab) -> dict[str, float | str]:
             hubs[vocab.itos[row[hub]]] += 1
             n_words += n
             n_sents += 1
-    out: dict[str, float | str] = {k: totals[k] / n_words for k in ("entropy", "self", "left", "right", "first", "last")}
+    shares = ("entropy", "self", "left", "right", "first", "last")
+    out: dict[str, float | str] = {k: totals[k] / n_words for k in shares}
     out["adjacent"] = (totals["left"] + totals["right"]) / n_words
     out["hub"] = totals["hub"] / n_sents
     out["in-degree"] = totals["in-degree"] / n_sents
