@@ -24,5 +24,14 @@ def cpu_description() -> dict[str, object]:
     except OSError:
         pass
     wanted = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile")
-    return {"cpu": model, "vector_extensions": [flag for flag in wanted if flag in flags],
-            "logical_cpus": os.cpu_count()}
+    description: dict[str, object] = {"cpu": model, "vector_extensions": [flag for flag in wanted if flag in flags],
+                                      "logical_cpus": os.cpu_count()}
+    # Caps on the instruction sets the libraries may use (e.g. AVX2 code paths measured on an AVX-512 CPU):
+    # the flags above say what the CPU has, these what the kernels were allowed to use.
+    caps = {name: os.environ[name] for name in ISA_CAP_VARIABLES if os.environ.get(name)}
+    if caps:
+        description["isa_caps"] = caps
+    return description
+
+
+ISA_CAP_VARIABLES = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")

@@ -1,12 +1,16 @@
-"""The shared CPU layers: strided batched products and the recomputation policy (models/layers)."""
+"""The shared CPU layers: strided batched products, the fused output layer and loss, and the recomputation policy
+(models/layers)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from depinduce.models.layers import memory
-from depinduce.models.layers.kernels import bmm_into
+from depinduce.models.layers import kernels
+from depinduce.models.layers.kernels import bmm_into, position_linear, rows_linear
+from depinduce.models.layers.output_loss import linear_cross_entropy
 
 
 def test_bmm_into_a_strided_head_slice_equals_bmm() -> None:
@@ -36,3 +40,85 @@ def test_available_bytes_reads_this_machine() -> None:
     with open("/proc/meminfo", encoding="ascii") as meminfo:
         total = int(next(line for line in meminfo if line.startswith("MemTotal:")).split()[1]) * 1024
     assert 0 < available <= total
+
+
+def _output_loss_and_gradients(fused: bool, rows: int, dtype: torch.dtype, bf16: bool) -> list[torch.Tensor]:
+    """Summed NLL of a 300-word output layer over ``rows`` hidden states, divided by the rows as the objective
+    does, and the gradients of x, weight and bias: fused, or rows_linear + F.cross_entropy under autograd."""
+    generator = torch.Generator().manual_seed(rows)
+    x = torch.randn(rows, 24, dtype=dtype, generator=generator).requires_grad_()
+    weight = (0.3 * torch.randn(300, 24, dtype=dtype, generator=generator)).requires_grad_()
+    bias = (0.1 * torch.randn(300, dtype=dtype, generator=generator)).requires_grad_()
+    targets = torch.randint(0, 300, (rows,), generator=generator)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        if fused:
+            nll = linear_cross_entropy(x, weight, bias, targets)
+        else:
+            logits = rows_linear(x, weight, bias)
+            nll = F.cross_entropy(logits if logits.dtype == dtype else logits.float(), targets, reduction="sum")
+        (nll / max(rows, 1)).backward()
+    assert x.grad is not None and weight.grad is not None and bias.grad is not None
+    return [nll.detach(), x.grad, weight.grad, bias.grad]
+
+
+@pytest.mark.parametrize("rows", [5, 37, 600])  # below and above rows_linear's 16-row fold; several chunks
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_linear_cross_entropy_is_the_output_layer_and_loss_of_autograd(rows: int, dtype: torch.dtype) -> None:
+    fused = _output_loss_and_gradients(True, rows, dtype, bf16=False)
+    plain = _output_loss_and_gradients(False, rows, dtype, bf16=False)
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-12
+    for mine, autograd in zip(fused, plain, strict=True):
+        assert mine.dtype == dtype
+        assert torch.allclose(mine, autograd, rtol=tolerance, atol=tolerance * float(autograd.abs().max()))
+
+
+@pytest.mark.parametrize("rows", [7, 600])
+def test_linear_cross_entropy_under_bf16_autocast_makes_autocasts_casts(rows: int) -> None:
+    """Under autocast the loss is the float32 softmax of bfloat16 logits, as autograd's; the gradients agree
+    within bfloat16 rounding (the 1/rows scale is applied after the bfloat16 products instead of before)."""
+    fused = _output_loss_and_gradients(True, rows, torch.float32, bf16=True)
+    plain = _output_loss_and_gradients(False, rows, torch.float32, bf16=True)
+    assert torch.allclose(fused[0], plain[0], rtol=1e-5)
+    for mine, autograd in zip(fused[1:], plain[1:], strict=True):
+        assert mine.dtype == torch.float32
+        assert (mine - autograd).abs().max() <= 2 ** -7 * autograd.abs().max()
+    in_float32 = _output_loss_and_gradients(True, rows, torch.float32, bf16=False)
+    assert not torch.equal(fused[0], in_float32[0])  # the products did run in bfloat16
+
+
+def test_linear_cross_entropy_passes_gradcheck_and_needs_no_gradients() -> None:
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(20, 6, dtype=torch.float64, generator=generator, requires_grad=True)
+    weight = torch.randn(11, 6, dtype=torch.float64, generator=generator, requires_grad=True)
+    bias = torch.randn(11, dtype=torch.float64, generator=generator, requires_grad=True)
+    targets = torch.randint(0, 11, (20,), generator=generator)
+    assert torch.autograd.gradcheck(lambda *a: 3.0 * linear_cross_entropy(*a, targets), (x, weight, bias))
+    with torch.no_grad():  # evaluation: the plain computation, nothing kept
+        expected = F.cross_entropy(F.linear(x, weight, bias), targets, reduction="sum")
+        assert torch.allclose(linear_cross_entropy(x, weight, bias, targets), expected)
+    empty = linear_cross_entropy(x[:0], weight, bias, targets[:0])
+    assert float(empty.detach()) == 0.0 and empty.requires_grad
+
+
+@pytest.mark.parametrize("capability", ["AVX512", "AVX2"])
+def test_linear_maps_choose_their_kernel_by_the_cpu_and_compute_the_same(
+        capability: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """oneDNN's convolution kernels on CPUs with AVX-512, MKL's F.linear elsewhere: the same values and
+    gradients."""
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    kernels.onednn_linear_pays.cache_clear()
+    try:
+        generator = torch.Generator().manual_seed(1)
+        x = torch.randn(3, 5, 8, generator=generator, requires_grad=True)
+        weight = torch.randn(6, 8, generator=generator, requires_grad=True)
+        bias = torch.randn(6, generator=generator, requires_grad=True)
+        assert kernels._use_onednn(x) == (capability == "AVX512" and torch.backends.mkldnn.is_available())
+        out = position_linear(x, weight, bias)
+        expected = F.linear(x.detach(), weight.detach(), bias.detach())
+        assert torch.allclose(out, expected, atol=1e-5)
+        out.square().sum().backward()
+        assert x.grad is not None and weight.grad is not None
+        assert torch.allclose(x.grad, 2 * expected @ weight.detach(), atol=1e-4)
+        assert torch.allclose(weight.grad, 2 * expected.reshape(-1, 6).t() @ x.detach().reshape(-1, 8), atol=1e-4)
+    finally:
+        kernels.onednn_linear_pays.cache_clear()

@@ -24,6 +24,7 @@ from depinduce.structures.decode import argmax_heads
 from depinduce.structures.dependency import tree_problem
 from depinduce.structures.joint import dependency_from_distances
 from depinduce.structures.mst import chu_liu_edmonds
+from depinduce.training.objectives import MaskedLM
 
 TINY = {"hidden_size": 16, "n_layers": 2, "n_heads": 4, "ff_size": 32, "conv_size": 3, "max_positions": 64}
 F64 = torch.float64
@@ -245,6 +246,28 @@ def test_gradients_reach_the_parser_through_the_masked_lm_loss() -> None:
         ("relation mixture", model.relation_logits),
     ]:
         assert param.grad is not None and param.grad.abs().sum() > 0, name
+
+
+def test_the_masked_lm_objective_fuses_the_output_layer_with_the_same_loss_and_gradients() -> None:
+    """The engine's objective computes the output layer and its loss in one pass (LinearOutputLayer): the same
+    loss and gradients, to float rounding, as the logits and F.cross_entropy under autograd."""
+    tokens, mask = batch_of(list(range(3, 12)), list(range(20, 26)))
+    masked = mask & (torch.arange(tokens.numel()).view(tokens.shape) % 3 == 0)
+    results = []
+    for fused in (True, False):
+        model = tiny_model(dropout=0.0, dropatt=0.0)
+        model.train()
+        if fused:
+            loss = MaskedLM(0.3).compute(model, tokens=tokens, mask=mask, masked=masked).loss
+        else:
+            loss = masked_lm_loss(model, tokens, mask)
+        loss.backward()
+        results.append((loss.detach(), {name: p.grad for name, p in model.named_parameters()}))
+    (fused_loss, fused_grads), (plain_loss, plain_grads) = results
+    assert torch.allclose(fused_loss, plain_loss, rtol=1e-6)
+    assert fused_grads["embedding.weight"] is not None and fused_grads["output_bias"] is not None
+    for name, grad in plain_grads.items():
+        assert grad is not None and torch.allclose(fused_grads[name], grad, rtol=1e-4, atol=1e-7), name
 
 
 def test_padding_does_not_change_a_sentence() -> None:

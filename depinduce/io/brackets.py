@@ -26,9 +26,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TextIO, Union
+from typing import TYPE_CHECKING, TextIO, Union
 
-from nltk import Tree
+if TYPE_CHECKING:  # imported where trees are made or walked (structures.spans.nltk_tree says why)
+    from nltk import Tree
 
 from depinduce.structures.sentence import Sentence
 from depinduce.errors import InputError, UsageError
@@ -129,6 +130,8 @@ def looks_labelled(roots: list[_Node]) -> bool:
 
 def _to_tree(root: _Node, labelled: bool) -> Tree:
     """Build the nltk Tree bottom-up without recursion; labelled nodes take their first atom as the label."""
+    from nltk import Tree
+
     built: dict[int, Tree] = {}
     stack: list[tuple[_Node, bool]] = [(root, False)]
     while stack:
@@ -144,6 +147,8 @@ def _to_tree(root: _Node, labelled: bool) -> Tree:
 
 def _words_and_tags(tree: Tree) -> tuple[list[str], list[str]]:
     """Leaves in order and, for labelled trees, the label of each leaf's parent (its preterminal tag)."""
+    from nltk import Tree
+
     words: list[str] = []
     tags: list[str] = []
     order: list[Tree | tuple[str, str]] = [tree]
@@ -201,6 +206,8 @@ def escape_atom(text: str) -> str:
 
 def tree_to_brackets(tree: Tree) -> str:
     """One line: ``(w1 (w2 w3))`` for unlabelled trees, ``(S (NP (DT the) …) …)`` for labelled ones."""
+    from nltk import Tree
+
     tokens: list[str] = []  # "(" or "(LABEL", atoms, and ")"
     stack: list[Tree | str | None] = [tree]  # None marks a node's end; no recursion, so deep trees are fine
     while stack:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from abc import abstractmethod
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -31,6 +31,7 @@ from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
 from depinduce.errors import InputError, ModelError, NotFoundError, RecipeError
 from depinduce.models.base import Backend, ParseScores
+from depinduce.models.layers.kernels import rows_linear
 
 
 def build_config(config_class: type, values: Mapping[str, Any] | None, *, where: str) -> Any:
@@ -175,6 +176,22 @@ class NeuralBackend(Backend, torch.nn.Module):
         """Extra batch tensors computed from the original word forms (none by default; RNGTr's word pieces when
         its encoder is a BERT): the engine adds them to supervised batches, the backend to its parse inputs."""
         return {}
+
+
+class LinearOutputLayer(ABC):
+    """Mixin (listed before the backend base class) for a language model whose output layer is one linear map:
+    the backend gives ``output_layer`` and inherits ``output_logits``; the engine's objectives then compute the
+    loss with ``linear_cross_entropy``, which makes the output layer's gradients in the forward pass (the same
+    numbers as the logits and ``F.cross_entropy``, without the logit-sized tensors autograd keeps)."""
+
+    @abstractmethod
+    def output_layer(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(x, weight, bias) of the output layer for hidden states (N, H): x is ``hidden`` as the layer reads it
+        (after dropout), the logits are ``x @ weight.T + bias``."""
+
+    def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits (N, V) of the output layer (oneDNN's product on CPU: ``rows_linear``)."""
+        return rows_linear(*self.output_layer(hidden))
 
 
 class MaskedLMBackend(NeuralBackend):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nltk import Tree
+if TYPE_CHECKING:  # nltk's package import loads all of nltk (and scipy where installed): not for a record type
+    from nltk import Tree
 
 
 @dataclass

@@ -9,8 +9,18 @@ A span is ``(start, end)`` over 0-based word positions, end exclusive; a labelle
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from nltk import Tree
+if TYPE_CHECKING:
+    from nltk import Tree
+
+
+def nltk_tree() -> type[Tree]:
+    """nltk's ``Tree``, imported where trees are made or walked: ``import nltk`` loads the whole toolkit (and
+    scipy, where installed: about 0.8 s and 80 MB), which training and dependency parsing never need."""
+    from nltk import Tree
+
+    return Tree
 
 
 def is_preterminal(node: Tree) -> bool:
@@ -26,6 +36,7 @@ def tree_leaves(tree: Tree) -> list[str]:
 def tree_tags(tree: Tree) -> list[str | None]:
     """The preterminal tag above each word, None for words directly under a phrase (unlabelled trees)."""
     tags: list[str | None] = []
+    Tree = nltk_tree()  # noqa: N806
 
     def walk(node: Tree) -> None:
         if is_preterminal(node):
@@ -44,6 +55,7 @@ def tree_tags(tree: Tree) -> list[str | None]:
 def labelled_spans(tree: Tree) -> list[tuple[str, int, int]]:
     """(label, start, end) of every phrase node (preterminals excluded), in pre-order; duplicates kept."""
     out: list[tuple[str, int, int]] = []
+    Tree = nltk_tree()  # noqa: N806
 
     def walk(node: Tree, start: int) -> int:
         if is_preterminal(node):
@@ -86,6 +98,7 @@ def spans_to_tree(words: Sequence[str], spans: Iterable[tuple[int, int]]) -> Tre
     """Build an unlabelled tree from a laminar (non-crossing) span set; the whole sentence is always a node."""
     n = len(words)
     chosen = sorted({(a, b) for a, b in spans if b - a > 1 and (a, b) != (0, n)}, key=lambda s: (s[0], -s[1]))
+    Tree = nltk_tree()  # noqa: N806
 
     def build(a: int, b: int, inner: list[tuple[int, int]]) -> Tree:
         children: list[Tree | str] = []
@@ -145,7 +158,7 @@ def _split_top_down(words: Sequence[str], distances: Sequence[float],
     if len(distances) != max(n - 1, 0):
         raise ValueError(f"{len(distances)} distances for {n} words; expected {max(n - 1, 0)}")
     if n == 0:
-        return Tree("", [])
+        return nltk_tree()("", [])
     spans: list[tuple[int, int]] = []
     stack = [(0, n)]
     while stack:

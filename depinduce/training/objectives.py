@@ -37,6 +37,8 @@ import torch.nn.functional as F
 
 from depinduce.data.vocab import Vocab
 from depinduce.errors import ModelError, RecipeError, UsageError
+from depinduce.models.layers.output_loss import linear_cross_entropy
+from depinduce.models.neural import LinearOutputLayer
 
 
 @dataclass
@@ -52,6 +54,16 @@ def _at_least_fp32(scores: torch.Tensor) -> torch.Tensor:
     """Scores as the loss reads them: half-precision scores are widened to float32, float32 and float64 scores
     stay as they are (a float64 model's loss is computed in float64, not rounded to float32)."""
     return scores if scores.dtype in (torch.float32, torch.float64) else scores.float()
+
+
+def _summed_nll(model: Any, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Summed cross-entropy of ``targets`` (N,) under the backend's output layer on ``hidden`` (N, H).  A backend
+    whose output layer is one linear map says so (``LinearOutputLayer``); its loss is then computed with the
+    gradients made in the same pass (``linear_cross_entropy``: the same numbers, far less memory at the step's
+    peak).  Otherwise ``output_logits`` and ``F.cross_entropy``."""
+    if isinstance(model, LinearOutputLayer):
+        return linear_cross_entropy(*model.output_layer(hidden), targets)
+    return F.cross_entropy(_at_least_fp32(model.output_logits(hidden)), targets, reduction="sum")
 
 
 def _finish(model: Any, nll_sum: torch.Tensor, count: torch.Tensor) -> LossOutput:
@@ -184,8 +196,7 @@ class MaskedLM(Objective):
     def _mean_loss(self, model, tokens, mask, masked) -> LossOutput:
         inputs = tokens.masked_fill(masked, self.mask_index)
         hidden = model.encode(inputs, mask)
-        logits = model.output_logits(hidden[masked])
-        nll = F.cross_entropy(_at_least_fp32(logits), tokens[masked], reduction="sum")
+        nll = _summed_nll(model, hidden[masked], tokens[masked])
         return _finish(model, nll, masked.sum())
 
 
@@ -215,8 +226,7 @@ class NextWordLM(Objective):
         targets[rows, lengths] = self.boundary_index
         predicted = F.pad(mask, (0, 1))
         predicted[rows, lengths] = True
-        logits = model.output_logits(hidden[predicted])
-        nll = F.cross_entropy(_at_least_fp32(logits), targets[predicted], reduction="sum")
+        nll = _summed_nll(model, hidden[predicted], targets[predicted])
         return _finish(model, nll, predicted.sum())
 
 
@@ -250,8 +260,7 @@ class StreamLM(Objective):
     def compute(self, model, *, tokens, targets):
         hidden, state = model.lm_stream(tokens, self.states.get(self.active))
         self.states[self.active] = [t.detach() for t in state]
-        logits = model.output_logits(hidden.reshape(-1, hidden.shape[-1]))
-        nll = F.cross_entropy(_at_least_fp32(logits), targets.reshape(-1), reduction="sum")
+        nll = _summed_nll(model, hidden.reshape(-1, hidden.shape[-1]), targets.reshape(-1))
         return _finish(model, nll, torch.tensor(targets.numel(), device=targets.device))
 
     def state_dict(self) -> dict[str, list[torch.Tensor]]:

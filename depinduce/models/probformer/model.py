@@ -39,9 +39,8 @@ from torch import nn
 from depinduce.data.vocab import Vocab
 from depinduce.errors import ModelError, UsageError
 from depinduce.models.base import Capabilities, ParseScores
-from depinduce.models.layers.kernels import rows_linear
 from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap
-from depinduce.models.neural import MaskedLMBackend, pad_batch
+from depinduce.models.neural import LinearOutputLayer, MaskedLMBackend, pad_batch
 from depinduce.models.probformer.config import ProbFormerConfig
 from depinduce.models.probformer.decoders import authors_decoders
 from depinduce.models.probformer.inference import Marginals, MeanField
@@ -70,7 +69,7 @@ def head_scores(heads: torch.Tensor, root: torch.Tensor | None) -> torch.Tensor:
     return out
 
 
-class ProbFormer(MaskedLMBackend):
+class ProbFormer(LinearOutputLayer, MaskedLMBackend):
     """A syntactic CRF whose mean-field inference resembles a transformer; its channels' head marginals are
     unsupervised dependency structures.  Gives dependencies."""
 
@@ -108,9 +107,9 @@ class ProbFormer(MaskedLMBackend):
             release_free_heap()  # between training steps: hand fragmented heap pages back (layers/memory.py)
         return self.infer(tokens, mask).q_z
 
-    def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    def output_layer(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The untied output layer over the final unnormalised label scores (already dropped out)."""
-        return rows_linear(hidden, self.output.weight, self.output.bias)
+        return hidden, self.output.weight, self.output.bias
 
     def regularizer(self) -> torch.Tensor | None:
         """``ternary_l2`` · ‖T‖_F, plus with ROOT ``ternary_l2`` · ‖T_root‖_F (``root_norm: separate``, the

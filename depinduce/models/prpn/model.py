@@ -29,9 +29,8 @@ from torch import nn
 from depinduce.data.vocab import Vocab
 from depinduce.models.base import Capabilities, ParseScores
 from depinduce.models.layers.dropout import apply_dropout
-from depinduce.models.layers.kernels import rows_linear
 from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap
-from depinduce.models.neural import NeuralBackend
+from depinduce.models.neural import LinearOutputLayer, NeuralBackend
 from depinduce.models.prpn.config import PRPNConfig
 from depinduce.models.prpn.parsing import ParsingNetwork, stick_breaking_gates
 from depinduce.models.prpn.reading import PredictNetwork, ReadingLayer
@@ -55,7 +54,7 @@ class StreamState:
         return cls(tensors[0], tensors[1], tensors[2], list(tensors[3:]))
 
 
-class PRPN(NeuralBackend):
+class PRPN(LinearOutputLayer, NeuralBackend):
     """Parsing-Reading-Predict Network: a next-word language model that induces constituency trees."""
 
     name = "prpn"
@@ -135,13 +134,12 @@ class PRPN(NeuralBackend):
         output, new_state = self._run(tokens, rows, None if state is None else StreamState.from_tensors(state))
         return output.view(*tokens.shape, -1), [t.detach() for t in new_state.as_tensors()]
 
-    def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    def output_layer(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Dropout, then the output layer tied to the embedding: logits over the vocabulary and the boundary.
 
         ``<pad>`` and ``<mask>`` keep their columns (never targets, training drives their probability to ~0):
         masking them would copy the largest tensor of the step for two columns."""
-        dropped = apply_dropout(hidden, self.config.dropout, self.training)
-        return rows_linear(dropped, self.embedding.weight, self.output_bias)
+        return apply_dropout(hidden, self.config.dropout, self.training), self.embedding.weight, self.output_bias
 
     # ------------------------------------------------------------------------------------------ parsing
 

@@ -28,7 +28,6 @@ same way, by default (``auto``) only when memory would otherwise run short.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -37,9 +36,9 @@ from torch import nn
 from depinduce.data.vocab import Vocab
 from depinduce.models.base import Capabilities, ParseScores
 from depinduce.models.layers.dropout import apply_dropout
-from depinduce.models.layers.kernels import autocast_off, rows_linear
+from depinduce.models.layers.kernels import autocast_off
 from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap, should_recompute
-from depinduce.models.neural import MaskedLMBackend
+from depinduce.models.neural import LinearOutputLayer, MaskedLMBackend
 from depinduce.models.structformer.attention import StructFormerLayer
 from depinduce.models.structformer.config import StructFormerConfig
 from depinduce.models.structformer.decoders import OWN_DECODERS
@@ -61,7 +60,7 @@ class Structure:
     root: torch.Tensor
 
 
-class StructFormer(MaskedLMBackend):
+class StructFormer(LinearOutputLayer, MaskedLMBackend):
     """Transformer + distance/height parser trained end to end by masked-LM; gives dependencies and
     constituents."""
 
@@ -138,10 +137,9 @@ class StructFormer(MaskedLMBackend):
         kept = x.size(0) * x.size(1) * config.ff_size * x.element_size() * config.n_layers
         return should_recompute(config.recompute_ffn, kept)
 
-    def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    def output_layer(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Dropout, then the output layer tied to the word embedding (with its own bias, as the authors')."""
-        dropped = apply_dropout(hidden, self.config.dropout, self.training)
-        return rows_linear(dropped, self.embedding.weight, self.output_bias)
+        return apply_dropout(hidden, self.config.dropout, self.training), self.embedding.weight, self.output_bias
 
     def score_tensors(self, tokens: torch.Tensor, mask: torch.Tensor) -> list[ParseScores]:
         """Per sentence of n words: ``heads`` (n+1)×(n+1) = log P with column 0 = log(root probability), the

@@ -31,16 +31,15 @@ from torch import nn
 from depinduce.data.vocab import Vocab
 from depinduce.models.base import Capabilities, ParseScores
 from depinduce.models.layers.dropout import apply_dropout
-from depinduce.models.layers.kernels import rows_linear
 from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap, should_recompute
-from depinduce.models.neural import MaskedLMBackend
+from depinduce.models.neural import LinearOutputLayer, MaskedLMBackend
 from depinduce.models.udgn.config import UDGNConfig
 from depinduce.models.udgn.decoders import AUTHORS_DECODERS
 from depinduce.models.udgn.dgn import DGNLayer, pair_directions
 from depinduce.models.udgn.parser import HeadSelectiveParser, undirected_mask
 
 
-class UDGN(MaskedLMBackend):
+class UDGN(LinearOutputLayer, MaskedLMBackend):
     """Head-selective BiLSTM parser + Dependency Graph Network trained end to end by masked-LM; gives
     dependencies."""
 
@@ -102,10 +101,9 @@ class UDGN(MaskedLMBackend):
             release_free_heap()
         return self.final_norm(self._layers(tokens, mask))
 
-    def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    def output_layer(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Dropout, then the output layer tied to the word embedding (with its own bias)."""
-        dropped = apply_dropout(hidden, self.config.dropout, self.training)
-        return rows_linear(dropped, self.embedding.weight, self.output_bias)
+        return apply_dropout(hidden, self.config.dropout, self.training), self.embedding.weight, self.output_bias
 
     def score_tensors(self, tokens: torch.Tensor, mask: torch.Tensor) -> list[ParseScores]:
         """Per sentence of n words: ``heads`` (n+1)×(n+1), row = dependent, column = head: log p[i, j] for word
