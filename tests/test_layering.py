@@ -94,3 +94,16 @@ def test_the_check_sees_an_upward_import(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
     assert violations(fake) == ["depinduce/io/up.py:1: io imports data",
                                 "depinduce/metrics/bad.py:2: metrics imports models"]
+
+
+def test_training_a_backend_does_not_import_nltk() -> None:
+    """``import nltk`` loads the whole toolkit (and scipy where installed: 0.8 s, 80 MB resident); the engine
+    and the neural backends need no trees, so a training process must not pay for it."""
+    import subprocess
+
+    code = ("import sys\nimport depinduce.training.engine, depinduce.training.objectives\n"
+            "from depinduce.models.registry import backend_class\n"
+            "for name in ('structformer', 'udgn', 'prpn', 'probformer'):\n    backend_class(name)\n"
+            "print(sorted(m for m in ('nltk', 'scipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
