@@ -42,7 +42,7 @@ def onednn_linear_pays() -> bool:
     may use AVX-512 (torch's CPU capability, which ``ATEN_CPU_CAPABILITY`` can lower).  On the AMD EPYC of the
     benchmarks oneDNN runs a forward and backward at 187–190 GFLOP/s against MKL's 170–179; limited to AVX2
     (``ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2``) it runs 157–173 against MKL's 166–183, so there the
-    plain ``F.linear`` is used (3% faster StructFormer 4 × 256 steps there).  The same numbers to float rounding
+    plain ``F.linear`` is used (StructFormer 4 × 256 steps 3% faster there).  The same numbers to float rounding
     either way."""
     return torch.backends.cpu.get_cpu_capability() == "AVX512"
 
