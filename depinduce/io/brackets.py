@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # imported where trees are made or walked (structures.spans.n
     from nltk import Tree
 
 from depinduce.structures.sentence import Sentence
+from depinduce.structures.spans import nltk_tree
 from depinduce.errors import InputError, UsageError
 from depinduce.io.lines import display_name, no_sentences, read_text, split_lines
 
@@ -130,8 +131,7 @@ def looks_labelled(roots: list[_Node]) -> bool:
 
 def _to_tree(root: _Node, labelled: bool) -> Tree:
     """Build the nltk Tree bottom-up without recursion; labelled nodes take their first atom as the label."""
-    from nltk import Tree
-
+    Tree = nltk_tree()  # noqa: N806
     built: dict[int, Tree] = {}
     stack: list[tuple[_Node, bool]] = [(root, False)]
     while stack:
@@ -147,8 +147,7 @@ def _to_tree(root: _Node, labelled: bool) -> Tree:
 
 def _words_and_tags(tree: Tree) -> tuple[list[str], list[str]]:
     """Leaves in order and, for labelled trees, the label of each leaf's parent (its preterminal tag)."""
-    from nltk import Tree
-
+    Tree = nltk_tree()  # noqa: N806
     words: list[str] = []
     tags: list[str] = []
     order: list[Tree | tuple[str, str]] = [tree]
@@ -206,8 +205,7 @@ def escape_atom(text: str) -> str:
 
 def tree_to_brackets(tree: Tree) -> str:
     """One line: ``(w1 (w2 w3))`` for unlabelled trees, ``(S (NP (DT the) …) …)`` for labelled ones."""
-    from nltk import Tree
-
+    Tree = nltk_tree()  # noqa: N806
     tokens: list[str] = []  # "(" or "(LABEL", atoms, and ")"
     stack: list[Tree | str | None] = [tree]  # None marks a node's end; no recursion, so deep trees are fine
     while stack:

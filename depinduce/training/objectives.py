@@ -37,7 +37,7 @@ import torch.nn.functional as F
 
 from depinduce.data.vocab import Vocab
 from depinduce.errors import ModelError, RecipeError, UsageError
-from depinduce.models.layers.output_loss import linear_cross_entropy
+from depinduce.models.layers.output_loss import linear_cross_entropy, widened
 from depinduce.models.neural import LinearOutputLayer
 
 
@@ -50,12 +50,6 @@ class LossOutput:
     count: torch.Tensor  # scalar long: tokens predicted
 
 
-def _at_least_fp32(scores: torch.Tensor) -> torch.Tensor:
-    """Scores as the loss reads them: half-precision scores are widened to float32, float32 and float64 scores
-    stay as they are (a float64 model's loss is computed in float64, not rounded to float32)."""
-    return scores if scores.dtype in (torch.float32, torch.float64) else scores.float()
-
-
 def _summed_nll(model: Any, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Summed cross-entropy of ``targets`` (N,) under the backend's output layer on ``hidden`` (N, H).  A backend
     whose output layer is one linear map says so (``LinearOutputLayer``); its loss is then computed with the
@@ -63,7 +57,7 @@ def _summed_nll(model: Any, hidden: torch.Tensor, targets: torch.Tensor) -> torc
     peak).  Otherwise ``output_logits`` and ``F.cross_entropy``."""
     if isinstance(model, LinearOutputLayer):
         return linear_cross_entropy(*model.output_layer(hidden), targets)
-    return F.cross_entropy(_at_least_fp32(model.output_logits(hidden)), targets, reduction="sum")
+    return F.cross_entropy(widened(model.output_logits(hidden)), targets, reduction="sum")
 
 
 def _finish(model: Any, nll_sum: torch.Tensor, count: torch.Tensor) -> LossOutput:
@@ -322,8 +316,8 @@ class HeadsAndLabels(Objective):
             m = mask if rows is None else mask[rows]
             h = heads if rows is None else heads[rows]
             lab = labels if rows is None else labels[rows]
-            nll = (F.cross_entropy(_at_least_fp32(arc[m]), h[m], reduction="sum")
-                   + F.cross_entropy(_at_least_fp32(label[m]), lab[m], reduction="sum"))
+            nll = (F.cross_entropy(widened(arc[m]), h[m], reduction="sum")
+                   + F.cross_entropy(widened(label[m]), lab[m], reduction="sum"))
             yield nll, m.sum()
 
     def compute(self, model, **inputs):

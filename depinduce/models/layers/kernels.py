@@ -177,12 +177,20 @@ def bmm_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
         out.copy_(torch.bmm(a, b))
 
 
-def rows_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """``F.linear`` for a flat (N, C_in) batch of rows (the output layer at the masked positions): the rows are
-    folded into 16 sequences (padded with zero rows) so that oneDNN takes them as a batch."""
+def fold_rows(x: torch.Tensor) -> torch.Tensor | None:
+    """A flat (N, C) batch of rows as the (16, ⌈N/16⌉, C) batch of sequences (padded with zero rows) that oneDNN
+    takes for a linear map; None where the linear maps do not go to oneDNN or N < 16."""
     rows = x.size(0)
     if not (_use_onednn(x.unsqueeze(0)) and rows >= 16):
-        return F.linear(x, weight, bias)
+        return None
     per_sequence = -(-rows // 16)
-    folded = F.pad(x, (0, 0, 0, 16 * per_sequence - rows)).view(16, per_sequence, x.size(1))
-    return position_linear(folded, weight, bias).view(16 * per_sequence, -1)[:rows]
+    return F.pad(x, (0, 0, 0, 16 * per_sequence - rows)).view(16, per_sequence, x.size(1))
+
+
+def rows_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``F.linear`` for a flat (N, C_in) batch of rows (the output layer at the masked positions), through
+    :func:`fold_rows` so that oneDNN takes them as a batch."""
+    folded = fold_rows(x)
+    if folded is None:
+        return F.linear(x, weight, bias)
+    return position_linear(folded, weight, bias).flatten(0, 1)[: x.size(0)]

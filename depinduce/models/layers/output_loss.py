@@ -26,18 +26,17 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from depinduce.models.layers.kernels import (_use_onednn, autocast_off, linear_backward, lowered, position_linear,
+from depinduce.models.layers.kernels import (autocast_off, fold_rows, linear_backward, lowered, position_linear,
                                              rows_linear)
 
 # Rows of logits turned into gradients at a time: bounds the float32 scratch under bfloat16 (rows × vocabulary).
 _CHUNK_ROWS = 64
 
 
-def _fold(x: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """``x`` (N, C) as the (16, ⌈N/16⌉, C) batch of zero-padded sequences ``rows_linear`` gives oneDNN (the same
-    product, so the same logits)."""
-    per_sequence = -(-x.size(0) // 16)
-    return F.pad(x, (0, 0, 0, 16 * per_sequence - x.size(0))).view(16, per_sequence, x.size(1)), per_sequence
+def widened(scores: torch.Tensor) -> torch.Tensor:
+    """Scores as a loss reads them: half-precision scores are widened to float32, float32 and float64 scores
+    stay as they are (a float64 model's loss is computed in float64, not rounded to float32)."""
+    return scores if scores.dtype in (torch.float32, torch.float64) else scores.float()
 
 
 def _logits_to_gradient(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -61,18 +60,19 @@ class _LinearCrossEntropy(torch.autograd.Function):
     def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, targets: torch.Tensor,
                 half: torch.dtype | None) -> torch.Tensor:
         rows = x.size(0)
+        folded = None if half is not None else fold_rows(x)
         if half is not None:  # autocast's casts, made here
             x_used, w_used = x.to(half), weight.to(half)
             grad = F.linear(x_used, w_used, bias.to(half))
             nll = _logits_to_gradient(grad, targets)
             grad_x, grad_w, grad_b = (grad @ w_used), (grad.t() @ x_used), grad.sum(0)
-        elif _use_onednn(x.unsqueeze(0)) and rows >= 16:  # rows_linear's folded oneDNN product, and its backward
-            folded, per_sequence = _fold(x)
-            buffer = position_linear(folded, weight, bias).view(16 * per_sequence, -1)
-            nll = _logits_to_gradient(buffer[:rows], targets)
-            buffer[rows:] = 0  # padding rows take no gradient
-            grad_folded, grad_w, grad_b = linear_backward(buffer.view(16, per_sequence, -1), folded, weight)
-            grad_x = grad_folded.reshape(16 * per_sequence, -1)[:rows]
+        elif folded is not None:  # rows_linear's folded oneDNN product (the same logits), and its backward
+            buffer = position_linear(folded, weight, bias)
+            flat = buffer.view(-1, buffer.size(-1))  # the same memory: zeroing its padding rows zeroes them in buffer
+            nll = _logits_to_gradient(flat[:rows], targets)
+            flat[rows:] = 0  # padding rows take no gradient
+            grad_folded, grad_w, grad_b = linear_backward(buffer, folded, weight)
+            grad_x = grad_folded.flatten(0, 1)[:rows]
         else:
             grad = F.linear(x, weight, bias)
             nll = _logits_to_gradient(grad, targets)
@@ -93,10 +93,7 @@ def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     docstring).  Without gradients, or with nothing to predict, it is the plain computation."""
     wants_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (x, weight, bias))
     if not wants_grad or x.size(0) == 0:
-        logits = rows_linear(x, weight, bias)
-        if logits.dtype not in (torch.float32, torch.float64):
-            logits = logits.float()
-        return F.cross_entropy(logits, targets, reduction="sum")
+        return F.cross_entropy(widened(rows_linear(x, weight, bias)), targets, reduction="sum")
     half = torch.get_autocast_dtype(x.device.type) if lowered(x) else None
     with autocast_off(x):
         return _LinearCrossEntropy.apply(x, weight, bias, targets, half)
