@@ -12,7 +12,6 @@ import pytest
 from click.testing import CliRunner
 
 from depinduce.cli.main import cli
-from depinduce.io import read_sentences
 from depinduce.structures.dependency import is_tree
 
 TEXT = (

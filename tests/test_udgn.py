@@ -127,12 +127,14 @@ def test_layer_follows_the_paper_equations_for_every_option(options: dict) -> No
     want, want_controller = reference_layer(layer, x, m)
     controllers: list[torch.Tensor] = []
     plain = layer(x, m, pair_directions(5), controllers)  # the plain path (controllers requested)
-    fused = layer(x, m, pair_directions(5))  # the fused CPU core (training mode, gradients on)
-    assert torch.allclose(plain, want) and torch.allclose(fused, want)
+    fused = layer(x, m, pair_directions(5))  # the fused CPU core (training mode, gradients on), recomputing
+    kept = layer(x, m, pair_directions(5), recompute=False)  # the fused core keeping its intermediates
+    assert torch.allclose(plain, want) and torch.allclose(fused, want) and torch.allclose(kept, want)
     assert torch.allclose(controllers[0], want_controller)
-    grads = [torch.autograd.grad(out.sum(), [x, *layer.parameters()]) for out in (fused, want)]
-    for a, b in zip(*grads):
-        assert torch.allclose(a, b)
+    want_grads = torch.autograd.grad(want.sum(), [x, *layer.parameters()], retain_graph=True)
+    for out in (fused, kept):
+        for a, b in zip(torch.autograd.grad(out.sum(), [x, *layer.parameters()]), want_grads):
+            assert torch.allclose(a, b)
 
 
 def test_ablation_options_change_the_parameters_as_specified() -> None:

@@ -13,7 +13,6 @@ import math
 from typing import Literal
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from depinduce.models.layers.dropout import apply_dropout

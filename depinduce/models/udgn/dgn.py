@@ -89,7 +89,13 @@ def _split(parts: torch.Tensor, opts: HeadOptions) -> tuple[torch.Tensor, ...]:
 def _controller(q: torch.Tensor, k: torch.Tensor, table: torch.Tensor | None, directions: torch.Tensor,
                 opts: HeadOptions) -> torch.Tensor:
     """â (B, N, T, T) from queries and keys (B, T, N, d) and the (N, 3) direction-bias table (or None)."""
-    scores = torch.matmul(q.transpose(1, 2), k.permute(0, 2, 3, 1))
+    return _controller_of_heads(q.transpose(1, 2), k.permute(0, 2, 3, 1), table, directions, opts)
+
+
+def _controller_of_heads(q: torch.Tensor, k_t: torch.Tensor, table: torch.Tensor | None, directions: torch.Tensor,
+                         opts: HeadOptions) -> torch.Tensor:
+    """â from head-major queries (B, N, T, d) and transposed keys (B, N, d, T)."""
+    scores = torch.matmul(q, k_t)
     if table is not None:
         scores = scores + table[:, directions]
     scores = scores.mul_(opts.head_size**-0.5)
@@ -123,31 +129,51 @@ class _Recomputed:
     In the projection's dtype, except the controller, which is float32 whatever the projection is: a bfloat16
     projection (``precision: bf16``) gets the casts autocast gives the plain ops — q·k in bfloat16, the score
     (with its float32 bias), softmax and graph weighting in float32, the weights cast back to bfloat16 for the
-    message product."""
+    message product.
+
+    Head-major (B, N, T, ·) tensors are made contiguous once, where a value is computed (``out=``), rather than
+    by every batched product that reads a transposed view: the same numbers, fewer copies.  ``q`` (B, N, T, d)
+    and ``k_t`` (B, N, d, T) are the contiguous copies the scores are computed from; ``forget_queries`` drops
+    them where the heads are kept for backward (a backward that needs them copies them again from the
+    projection, which it keeps anyway)."""
 
     def __init__(self, parts: torch.Tensor, graph: torch.Tensor, table: torch.Tensor | None,
                  directions: torch.Tensor, opts: HeadOptions, dropatt: float, att_seed: int | None,
                  dropout: float, seed: int | None) -> None:
         batch, width, _ = parts.shape
         q, k, v, *gate = _split(parts, opts)
-        self.q, self.k = q, k
-        self.controller = _controller(q, k, table, directions, opts).to(_controller_dtype(parts))
+        self.q: torch.Tensor | None = q.transpose(1, 2).contiguous()
+        self.k_t: torch.Tensor | None = k.permute(0, 2, 3, 1).contiguous()
+        self.controller = _controller_of_heads(self.q, self.k_t, table, directions, opts).to(
+            _controller_dtype(parts))
         weights = self.controller * graph[:, None]
         self.att_drop = None if att_seed is None else drop_mask(weights.shape, dropatt, att_seed)
         if self.att_drop is not None:
             weights.masked_fill_(self.att_drop, 0.0).mul_(1.0 / (1.0 - dropatt))
         self.weights = weights.to(parts.dtype)
         del weights
-        self.values = _values(v, opts).transpose(1, 2)  # (B, N, T, d)
-        self.context = torch.matmul(self.weights, self.values).transpose(1, 2)  # (B, T, N, d)
+        v_heads = v.transpose(1, 2)  # (B, N, T, d)
+        self.values = torch.empty(v_heads.shape, dtype=v.dtype, device=v.device)
+        if opts.activation == "tanh":
+            torch.tanh(v_heads, out=self.values)
+        else:
+            self.values.copy_(v_heads)
+        self.context = torch.matmul(self.weights, self.values).transpose(1, 2)  # (B, T, N, d) view
         self.gate = torch.sigmoid(gate[0]) if opts.gates else None
-        # A fresh tensor either way (the product, or the copy that reshaping the transposed context makes), so
-        # dropout may work in place; the context itself is only needed again for the gate's gradient.
-        messages = (self.context * self.gate if self.gate is not None else self.context).reshape(batch, width, -1)
+        # A fresh (B, T, N·d) tensor either way (the product written there, or the copy that reshaping the
+        # transposed context makes), so dropout may work in place; the context itself is only needed again for
+        # the gate's gradient.
+        if self.gate is not None:
+            messages = torch.mul(self.context, self.gate, out=torch.empty_like(self.gate)).view(batch, width, -1)
+        else:
+            messages = self.context.reshape(batch, width, -1)
         self.drop = None if seed is None else drop_mask(messages.shape, dropout, seed)
         if self.drop is not None:
             messages.masked_fill_(self.drop, 0.0).mul_(1.0 / (1.0 - dropout))
         self.messages = messages
+
+    def forget_queries(self) -> None:
+        self.q = self.k_t = None
 
 
 class _GatedHeadsCore(torch.autograd.Function):
@@ -165,7 +191,9 @@ class _GatedHeadsCore(torch.autograd.Function):
         ctx.save_for_backward(parts, graph, saved_table, out_weight, directions)
         with autocast_off(parts):  # it casts explicitly, the same way in forward and backward
             heads = _Recomputed(parts, graph, table, directions, opts, dropatt, att_seed, dropout, seed)
-            ctx.heads = None if recompute else heads  # intermediates (not inputs or outputs): kept as an attribute
+            if not recompute:  # intermediates (not inputs or outputs): kept as an attribute
+                heads.forget_queries()
+            ctx.heads = None if recompute else heads
             return position_linear(heads.messages, out_weight.to(parts.dtype), out_bias.to(parts.dtype))
 
     @staticmethod
@@ -192,14 +220,15 @@ class _GatedHeadsCore(torch.autograd.Function):
             grad_messages.masked_fill_(heads.drop, 0.0).mul_(1.0 / (1.0 - dropout))
         grad_messages = grad_messages.view(heads.context.shape)  # (B, T, N, d)
         grad_parts = torch.empty_like(parts).view(*parts.shape[:2], opts.n_parts, opts.n_heads, opts.head_size)
+        # (B, N, T, d), contiguous: read by two batched products
+        grad_context = torch.empty(heads.values.shape, dtype=grad_messages.dtype, device=grad_messages.device)
         if heads.gate is not None:
-            # d sigmoid = s (1 − s)
-            grad_gate = grad_messages * heads.context * heads.gate * (1.0 - heads.gate)
-            grad_parts[:, :, 3] = grad_gate
-            del grad_gate
-            grad_context = (grad_messages * heads.gate).transpose(1, 2)
+            # d sigmoid = s (1 − s), written straight into its block of the projection's gradient
+            grad_gate = torch.mul(grad_messages, heads.context, out=grad_parts[:, :, 3])
+            grad_gate.mul_(heads.gate).mul_(1.0 - heads.gate)
+            torch.mul(grad_messages.transpose(1, 2), heads.gate.transpose(1, 2), out=grad_context)
         else:
-            grad_context = grad_messages.transpose(1, 2)
+            grad_context.copy_(grad_messages.transpose(1, 2))
         del grad_messages
         grad_values = torch.matmul(heads.weights.transpose(-1, -2), grad_context)  # (B, N, T, d)
         if opts.activation == "tanh":
@@ -225,8 +254,11 @@ class _GatedHeadsCore(torch.autograd.Function):
             per_pair = grad_scores.sum(dim=0).flatten(1)  # (N, T·T)
             grad_table = torch.zeros_like(table).index_add_(1, directions.flatten(), per_pair)
         grad_scores = grad_scores.to(parts.dtype)
-        grad_parts[:, :, 0] = torch.matmul(grad_scores, heads.k.transpose(1, 2)).transpose(1, 2)
-        grad_parts[:, :, 1] = torch.matmul(grad_scores.transpose(-1, -2), heads.q.transpose(1, 2)).transpose(1, 2)
+        q, k, *_ = _split(parts, opts)
+        q_heads = heads.q if heads.q is not None else q.transpose(1, 2)
+        k_heads = heads.k_t.transpose(-1, -2) if heads.k_t is not None else k.transpose(1, 2)
+        grad_parts[:, :, 0] = torch.matmul(grad_scores, k_heads).transpose(1, 2)
+        grad_parts[:, :, 1] = torch.matmul(grad_scores.transpose(-1, -2), q_heads).transpose(1, 2)
         return (grad_parts.view(parts.shape), grad_graph.to(graph.dtype), grad_table, grad_out_weight,
                 grad_out_bias, None, None, None, None, None, None, None)
 
