@@ -102,8 +102,11 @@ def _controller_of_heads(q: torch.Tensor, k_t: torch.Tensor, table: torch.Tensor
     return scores.softmax(dim=1) if opts.competition == "softmax" else scores.sigmoid()
 
 
-def _values(v: torch.Tensor, opts: HeadOptions) -> torch.Tensor:
-    return torch.tanh(v) if opts.activation == "tanh" else v
+def _values(v: torch.Tensor, opts: HeadOptions, out: torch.Tensor | None = None) -> torch.Tensor:
+    """tanh(v) (or v itself, ``activation: identity``); written into ``out`` when given."""
+    if out is None:
+        return torch.tanh(v) if opts.activation == "tanh" else v
+    return torch.tanh(v, out=out) if opts.activation == "tanh" else out.copy_(v)
 
 
 def plain_heads(parts: torch.Tensor, graph: torch.Tensor, table: torch.Tensor | None, directions: torch.Tensor,
@@ -153,11 +156,7 @@ class _Recomputed:
         self.weights = weights.to(parts.dtype)
         del weights
         v_heads = v.transpose(1, 2)  # (B, N, T, d)
-        self.values = torch.empty(v_heads.shape, dtype=v.dtype, device=v.device)
-        if opts.activation == "tanh":
-            torch.tanh(v_heads, out=self.values)
-        else:
-            self.values.copy_(v_heads)
+        self.values = _values(v_heads, opts, out=v_heads.new_empty(v_heads.shape))
         self.context = torch.matmul(self.weights, self.values).transpose(1, 2)  # (B, T, N, d) view
         self.gate = torch.sigmoid(gate[0]) if opts.gates else None
         # A fresh (B, T, N·d) tensor either way (the product written there, or the copy that reshaping the
@@ -221,7 +220,7 @@ class _GatedHeadsCore(torch.autograd.Function):
         grad_messages = grad_messages.view(heads.context.shape)  # (B, T, N, d)
         grad_parts = torch.empty_like(parts).view(*parts.shape[:2], opts.n_parts, opts.n_heads, opts.head_size)
         # (B, N, T, d), contiguous: read by two batched products
-        grad_context = torch.empty(heads.values.shape, dtype=grad_messages.dtype, device=grad_messages.device)
+        grad_context = torch.empty_like(heads.values)
         if heads.gate is not None:
             # d sigmoid = s (1 − s), written straight into its block of the projection's gradient
             grad_gate = torch.mul(grad_messages, heads.context, out=grad_parts[:, :, 3])
