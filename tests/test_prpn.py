@@ -379,6 +379,28 @@ def test_initialisation_is_the_authors_under_torch_0_3() -> None:
         assert max(head.weight.abs().max().item(), head.bias.abs().max().item()) <= 1 / math.sqrt(16)
 
 
+def test_depinduce_initialisation_switch_keeps_torchs_defaults_and_the_same_network() -> None:
+    authors, model = tiny_model(), tiny_model(init="depinduce")
+    for norm in (model.parser.norm, model.predictor.norm):  # torch's BatchNorm scale: 1
+        assert torch.equal(norm.weight, torch.ones_like(norm.weight))
+    reader = model.readers[0]  # two maps, each with its own fan-in: ±1/√12 and ±1/√16
+    assert reader.key_x.weight.abs().max().item() > 1 / math.sqrt(28)
+    assert reader.key_x.weight.abs().max().item() <= 1 / math.sqrt(12)
+    assert reader.key_h.weight.abs().max().item() <= 1 / math.sqrt(16)
+    head = model.parser.distance  # nn.Linear(8, 1): ±1/√8, beyond the authors' ±1/√16
+    assert head.weight.abs().max().item() > 1 / math.sqrt(16)
+    # only the starting point differs: the same parameters, and authors' weights loaded give the authors' model
+    assert authors.state_dict().keys() == model.state_dict().keys()
+    model.load_state_dict(authors.state_dict())
+    model.eval(), authors.eval()
+    tokens = torch.tensor([[3, 4, 5, 6, 7]])
+    mask = torch.ones_like(tokens, dtype=torch.bool)
+    distances = [m.score_tensors(tokens, mask)[0].distances for m in (model, authors)]
+    assert torch.equal(*distances)
+    with pytest.raises(DepinduceError, match="init"):
+        PRPNConfig(init="xavier")
+
+
 def test_gradients_reach_every_parameter_through_the_lm_loss() -> None:
     model = tiny_model(dropout=0.1, idropout=0.1, rdropout=0.1).train()
     tokens, mask = pad_batch([[5, 6, 7, 8], [9, 10]], 0)
@@ -413,6 +435,9 @@ def test_recipes_load(name: str) -> None:
     assert (config.train.beta1, config.train.clip) == (0.0, 1.0)
     if name != "prpn-ptb-cpu.yaml":  # the paper recipes use the paper settings
         assert (model_config.dropout_placement, model_config.layer_norm) == ("authors", "authors")
+        assert model_config.init == "authors" and config.train.curriculum_start is None
+    else:  # structure sooner (README): torch's initialisation
+        assert model_config.init == "depinduce" and config.train.curriculum_start is None
     if name == "prpn-ptb-lm.yaml":
         assert (config.train.lm_mode, config.train.bptt, config.train.select) == ("continuous", 35, "dev_ppl")
         assert model_config.emb_size == 800 and model_config.hidden_size == 1200

@@ -144,7 +144,8 @@ class TrainConfig:
         if self.curriculum_step < 0:
             problems.append("curriculum_step must not be negative")
         if self.curriculum_start is not None and self.lm_mode == "continuous":
-            problems.append("a length curriculum picks sentences; lm_mode continuous reads the text as one stream")
+            problems.append("a length curriculum picks sentences; lm_mode continuous reads the text as one stream "
+                            "(add --set curriculum_start=null)")
         if self.curve_every_tokens is not None and self.curve_every_tokens < 1:
             problems.append("curve_every_tokens must be a positive number of training tokens (or null)")
         if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):

@@ -28,6 +28,10 @@ class PRPNConfig:
     one fused kernel) or ``authors`` (the paper setting: γ(x − μ)/(unbiased σ + 1e-6) + β); see ``norm.py``.
     ``tree``: ``paper`` parses as the paper's appendix A (split at the deepest word k into (w_<k)(w_k (w_>k)));
     ``distances`` splits between the two words of the largest gap instead, as StructFormer and ON-LSTM do.
+    ``init``: ``authors`` starts from the authors' initialisation under torch 0.3 (BatchNorm scales uniform in
+    [0, 1), the distance heads ±1/√H, the reading key as one map of [x_t; h_(t−1)]); ``depinduce`` (its earlier
+    initialisation) from torch's defaults for those layers (scales 1, the heads ±1/√(H/2), the key's two halves
+    ±1/√I and ±1/√H).  The same network either way; only the starting point differs.
     """
 
     emb_size: int = 200
@@ -43,6 +47,7 @@ class PRPNConfig:
     tree: Literal["paper", "distances"] = "paper"
     dropout_placement: Literal["authors", "depinduce"] = "authors"
     layer_norm: Literal["torch", "authors"] = "torch"
+    init: Literal["authors", "depinduce"] = "authors"
 
     def __post_init__(self) -> None:
         check = ConfigChecks("prpn", self)
@@ -53,6 +58,7 @@ class PRPNConfig:
         check.choices("tree", ("paper", "distances"))
         check.choices("dropout_placement", ("authors", "depinduce"))
         check.choices("layer_norm", ("torch", "authors"))
+        check.choices("init", ("authors", "depinduce"))
         check.probabilities("dropout", "idropout", "rdropout")
         check.need(self.hidden_size % 2 == 0,
                    f"hidden_size must be even (the parsing network's two outputs read half each), not "

@@ -69,15 +69,18 @@ class PRPN(LinearOutputLayer, NeuralBackend):
         limit_onednn_primitive_cache()  # every batch length is a new oneDNN primitive (layers/memory.py)
         self.boundary_index = len(vocab)
         self.embedding = nn.Embedding(len(vocab) + 1, config.emb_size)
-        self.parser = ParsingNetwork(config.emb_size, config.hidden_size, config.lookback, config.idropout)
+        authors_init = config.init == "authors"
+        self.parser = ParsingNetwork(config.emb_size, config.hidden_size, config.lookback, config.idropout,
+                                     authors_init=authors_init)
         self.readers = nn.ModuleList(
             ReadingLayer(config.emb_size if i == 0 else config.hidden_size, config.hidden_size,
                          config.dropout if i == 0 else config.idropout, config.rdropout,
-                         key_dropout=config.idropout, placement=config.dropout_placement, norm=config.layer_norm)
+                         key_dropout=config.idropout, placement=config.dropout_placement, norm=config.layer_norm,
+                         authors_init=authors_init)
             for i in range(config.n_layers)
         )
         self.predictor = PredictNetwork(config.hidden_size, config.emb_size, config.idropout,
-                                        placement=config.dropout_placement)
+                                        placement=config.dropout_placement, authors_init=authors_init)
         self.output_bias = nn.Parameter(torch.zeros(len(vocab) + 1))
         nn.init.uniform_(self.embedding.weight, -0.01, 0.01)  # the authors' initial range
 

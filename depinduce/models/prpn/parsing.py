@@ -23,14 +23,16 @@ class ParsingNetwork(nn.Module):
     a ReLU (a ReLU head whose pre-activations start negative everywhere would never get a gradient again, and
     bounded distances keep the resolution r meaningful).
 
-    Initialised as the authors' code under torch 0.3: BatchNorm's scale uniform in [0, 1), and the two heads (one
-    grouped 1×1 convolution there, whose bound torch 0.3 took from all H input channels) uniform ±1/√H.
+    Initialised as the authors' code under torch 0.3 (``authors_init``): BatchNorm's scale uniform in [0, 1), and
+    the two heads (one grouped 1×1 convolution there, whose bound torch 0.3 took from all H input channels)
+    uniform ±1/√H; otherwise torch's defaults (scale 1, heads ±1/√(H/2)).
 
     For position t the output is d_t, the distance between tokens t−1 and t, and d̂_(t+1), a guess of the next
     distance that the predict network uses before it has seen token t+1.
     """
 
-    def __init__(self, emb_size: int, hidden_size: int, lookback: int, dropout: float) -> None:
+    def __init__(self, emb_size: int, hidden_size: int, lookback: int, dropout: float, *,
+                 authors_init: bool = True) -> None:
         super().__init__()
         self.lookback = lookback
         self.dropout = dropout
@@ -40,6 +42,8 @@ class ParsingNetwork(nn.Module):
         self.half = half
         self.distance = nn.Linear(half, 1)
         self.next_distance = nn.Linear(hidden_size - half, 1)
+        if not authors_init:
+            return
         nn.init.uniform_(self.norm.weight, 0.0, 1.0)
         bound = 1.0 / math.sqrt(hidden_size)
         for head in (self.distance, self.next_distance):

@@ -48,7 +48,7 @@ class ReadingLayer(nn.Module):
 
     def __init__(self, input_size: int, hidden_size: int, dropout: float, rdropout: float, *,
                  key_dropout: float = 0.0, placement: DropoutPlacement = "authors",
-                 norm: LayerNormKind = "torch") -> None:
+                 norm: LayerNormKind = "torch", authors_init: bool = True) -> None:
         super().__init__()
         self.hidden_size = hidden_size
         self.dropout = dropout
@@ -62,12 +62,13 @@ class ReadingLayer(nn.Module):
         self.hh_norm = layer_norm(4 * hidden_size, norm)
         self.c_norm = layer_norm(hidden_size, norm)
         # the attention key, one linear map of [x_t; h_(t−1)] split in two (W_x's half runs on all positions at
-        # once); initialised as that single map would be, uniform ±1/√(I + H)
+        # once); with ``authors_init`` initialised as that single map would be, uniform ±1/√(I + H)
         self.key_x = nn.Linear(input_size, hidden_size)
         self.key_h = nn.Linear(hidden_size, hidden_size, bias=False)
-        bound = 1.0 / math.sqrt(input_size + hidden_size)
-        for weight in (self.key_x.weight, self.key_x.bias, self.key_h.weight):
-            nn.init.uniform_(weight, -bound, bound)
+        if authors_init:
+            bound = 1.0 / math.sqrt(input_size + hidden_size)
+            for weight in (self.key_x.weight, self.key_x.bias, self.key_h.weight):
+                nn.init.uniform_(weight, -bound, bound)
 
     def key_step_masks(self, x: torch.Tensor) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
         """The authors' per-step dropout masks (0 or 1/(1 − p), (B, H) each) for h_(t−1) and for the key at every
@@ -136,17 +137,19 @@ class PredictNetwork(nn.Module):
 
     Dropout at ``dropout`` on [h_t; summary] and on the key's input, and with ``placement: authors`` on the key's
     output too (the authors' Dropout → Linear → Dropout); ``depinduce`` drops the key once, before its layer.
-    BatchNorm's scale starts uniform in [0, 1), as torch 0.3's BatchNorm did for the authors."""
+    With ``authors_init`` BatchNorm's scale starts uniform in [0, 1), as torch 0.3's BatchNorm did for the
+    authors (otherwise at 1, torch's default)."""
 
     def __init__(self, hidden_size: int, output_size: int, dropout: float, *,
-                 placement: DropoutPlacement = "authors") -> None:
+                 placement: DropoutPlacement = "authors", authors_init: bool = True) -> None:
         super().__init__()
         self.dropout = dropout
         self.placement = placement
         self.key = nn.Linear(hidden_size, hidden_size)
         self.project = nn.Linear(2 * hidden_size, output_size)
         self.norm = nn.BatchNorm1d(output_size)
-        nn.init.uniform_(self.norm.weight, 0.0, 1.0)
+        if authors_init:
+            nn.init.uniform_(self.norm.weight, 0.0, 1.0)
 
     def forward(self, top: torch.Tensor, gates: torch.Tensor, rows: torch.Tensor, history: torch.Tensor | None
                 ) -> torch.Tensor:
