@@ -392,7 +392,8 @@ def test_depinduce_initialisation_switch_keeps_torchs_defaults_and_the_same_netw
     # only the starting point differs: the same parameters, and authors' weights loaded give the authors' model
     assert authors.state_dict().keys() == model.state_dict().keys()
     model.load_state_dict(authors.state_dict())
-    model.eval(), authors.eval()
+    model.eval()
+    authors.eval()
     tokens = torch.tensor([[3, 4, 5, 6, 7]])
     mask = torch.ones_like(tokens, dtype=torch.bool)
     distances = [m.score_tensors(tokens, mask)[0].distances for m in (model, authors)]
@@ -435,9 +436,9 @@ def test_recipes_load(name: str) -> None:
     assert (config.train.beta1, config.train.clip) == (0.0, 1.0)
     if name != "prpn-ptb-cpu.yaml":  # the paper recipes use the paper settings
         assert (model_config.dropout_placement, model_config.layer_norm) == ("authors", "authors")
-        assert model_config.init == "authors" and config.train.curriculum_start is None
-    else:  # structure sooner (README): torch's initialisation
-        assert model_config.init == "depinduce" and config.train.curriculum_start is None
+    # structure sooner (README): the CPU recipe starts from torch's initialisation, no recipe has a curriculum
+    assert model_config.init == ("depinduce" if name == "prpn-ptb-cpu.yaml" else "authors")
+    assert config.train.curriculum_start is None
     if name == "prpn-ptb-lm.yaml":
         assert (config.train.lm_mode, config.train.bptt, config.train.select) == ("continuous", 35, "dev_ppl")
         assert model_config.emb_size == 800 and model_config.hidden_size == 1200

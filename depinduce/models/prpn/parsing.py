@@ -42,13 +42,12 @@ class ParsingNetwork(nn.Module):
         self.half = half
         self.distance = nn.Linear(half, 1)
         self.next_distance = nn.Linear(hidden_size - half, 1)
-        if not authors_init:
-            return
-        nn.init.uniform_(self.norm.weight, 0.0, 1.0)
-        bound = 1.0 / math.sqrt(hidden_size)
-        for head in (self.distance, self.next_distance):
-            nn.init.uniform_(head.weight, -bound, bound)
-            nn.init.uniform_(head.bias, -bound, bound)
+        if authors_init:
+            nn.init.uniform_(self.norm.weight, 0.0, 1.0)
+            bound = 1.0 / math.sqrt(hidden_size)
+            for head in (self.distance, self.next_distance):
+                nn.init.uniform_(head.weight, -bound, bound)
+                nn.init.uniform_(head.bias, -bound, bound)
 
     def forward(self, embedded: torch.Tensor, rows: torch.Tensor, history: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor]:
