@@ -13,18 +13,26 @@ def cpu_description() -> dict[str, object]:
     """The CPU model and the vector extensions that decide which kernels are fast on it."""
     model = platform.processor() or "unknown"
     flags: set[str] = set()
+    # "AMD EPYC" names several generations; family and model number tell them apart (AMD: family 25 = Zen 3/4,
+    # 26 = Zen 5), and their kernels' relative speeds differ.
+    generation: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
             for line in info:
-                if line.startswith("model name") and model in ("unknown", "", "x86_64"):
-                    model = line.split(":", 1)[1].strip()
-                elif line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
+                key, _, value = line.partition(":")
+                key, value = key.strip(), value.strip()
+                if key == "model name" and model in ("unknown", "", "x86_64"):
+                    model = value
+                elif key in ("cpu family", "model", "stepping"):  # "model" alone would clash with a benchmark's
+                    generation.setdefault("cpu_" + key.removeprefix("cpu ").replace(" ", "_"), value)
+                elif key == "flags":
+                    flags = set(value.split())
                     break
     except OSError:
         pass
-    wanted = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile")
-    description: dict[str, object] = {"cpu": model, "vector_extensions": [flag for flag in wanted if flag in flags],
+    wanted = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "avx512_vp2intersect", "amx_tile")
+    description: dict[str, object] = {"cpu": model, **generation,
+                                      "vector_extensions": [flag for flag in wanted if flag in flags],
                                       "logical_cpus": os.cpu_count()}
     # Caps on the instruction sets the libraries may use (e.g. AVX2 code paths measured on an AVX-512 CPU):
     # the flags above say what the CPU has, these what the kernels were allowed to use.

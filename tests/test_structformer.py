@@ -14,7 +14,7 @@ from depinduce.data.vocab import Vocab
 from depinduce.models.neural import pad_batch
 from depinduce.errors import DepinduceError
 from depinduce.models.base import ParseScores
-from depinduce.models.layers.dropout import apply_dropout, drop_mask
+from depinduce.models.layers.dropout import KeptMask, apply_dropout, drop_mask
 from depinduce.models.layers.kernels import norm_linear, position_linear
 from depinduce.models.structformer import StructFormer, StructFormerConfig
 from depinduce.models.structformer.attention import StructFormerLayer, _AttentionCore, _relation
@@ -270,6 +270,38 @@ def test_the_masked_lm_objective_fuses_the_output_layer_with_the_same_loss_and_g
         assert grad is not None and torch.allclose(fused_grads[name], grad, rtol=1e-4, atol=1e-7), name
 
 
+@pytest.mark.parametrize("precision", ["float32", "bf16"])
+def test_the_last_layer_at_the_masked_positions_only_gives_the_same_numbers(precision: str) -> None:
+    """encode_masked computes the last layer's output projection and feed-forward block at the masked positions
+    only, with the dropout masks the whole batch would get there: the same hidden states and gradients as
+    encode(...)[masked], dropout on (float32 to rounding; under bfloat16 autocast within its rounding)."""
+    tokens, mask = batch_of(list(range(3, 12)), list(range(20, 26)), list(range(5, 17)))
+    masked = mask & (torch.arange(tokens.numel()).view(tokens.shape) % 3 == 0)
+    inputs = tokens.masked_fill(masked, Vocab.mask_index)
+    results = []
+    for selected in (False, True):
+        model = tiny_model(dropout=0.3, dropatt=0.2, n_layers=3)
+        model.train()
+        torch.manual_seed(7)  # the same dropout masks
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            hidden = model.encode_masked(inputs, mask, masked) if selected else model.encode(inputs, mask)[masked]
+        hidden.float().mul(torch.linspace(-1, 1, hidden.numel()).view(hidden.shape)).sum().backward()
+        results.append((hidden.detach().float(), {name: p.grad for name, p in model.named_parameters()}))
+    (full, full_grads), (rows, rows_grads) = results
+    tolerance = 1e-5 if precision == "float32" else 3e-2
+    assert rows.shape == (int(masked.sum()), TINY["hidden_size"])
+    assert torch.allclose(rows, full, atol=tolerance)
+    assert full_grads.keys() == rows_grads.keys() and full_grads.pop("output_bias") is None  # not reached by encode
+    scale = max(grad.abs().max().item() for grad in full_grads.values())
+    for name, grad in full_grads.items():
+        assert (rows_grads[name] - grad).abs().max().item() <= tolerance * scale, name
+    # the dropout masks are the whole batch's: another draw would move the states by far more than rounding
+    model = tiny_model(dropout=0.3, dropatt=0.2, n_layers=3)
+    model.train()
+    torch.manual_seed(8)
+    assert not torch.allclose(model.encode_masked(inputs, mask, masked), full, atol=1e-2)
+
+
 def test_padding_does_not_change_a_sentence() -> None:
     model = tiny_model()
     model.eval()
@@ -447,10 +479,12 @@ def test_attention_core_gradients_with_dropout() -> None:
     mixture = torch.rand(heads, 2, dtype=F64, requires_grad=True)
     weight = torch.randn(6, heads * dim, dtype=F64, requires_grad=True)
     bias = torch.randn(6, dtype=F64, requires_grad=True)
+    rows = torch.tensor([[True, False, False, True, True], [False, True, False, False, True]])
     for seed in (None, 123):
-        assert torch.autograd.gradcheck(
-            lambda *a: _AttentionCore.apply(*a, heads, 0.3, seed), (qkv, parent, mixture, weight, bias)
-        )
+        for selected in (None, rows):
+            assert torch.autograd.gradcheck(
+                lambda *a: _AttentionCore.apply(*a, heads, 0.3, seed, selected), (qkv, parent, mixture, weight, bias)
+            )
 
 
 @pytest.mark.parametrize("recompute_ffn", [False, True])
@@ -500,6 +534,17 @@ def test_dropout_masks_rate_reproducibility_and_gradient() -> None:
     assert torch.allclose(out[kept], x[kept] / 0.75)
     assert torch.allclose(grad, kept.float() / 0.75)
     assert apply_dropout(x, 0.25, training=False) is x
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 7), (2, 4, 9, 9), (13,)])
+def test_a_kept_mask_is_the_drawn_mask_in_an_eighth_of_the_memory(shape: tuple[int, ...]) -> None:
+    mask = drop_mask(shape, 0.3, seed=11)
+    kept = KeptMask(mask)
+    assert kept.bits.nbytes == -(-mask.numel() // 8)
+    assert torch.equal(kept.unpack(), mask)
+    rows = torch.tensor([[True, False, True, True], [False, False, True, False]])
+    selected = drop_mask((1, 4, 6), 0.3, seed=5, rows=rows)
+    assert torch.equal(KeptMask(selected).unpack(), drop_mask((2, 4, 6), 0.3, seed=5)[rows].view(1, 4, 6))
 
 
 @pytest.mark.parametrize("setting", [True, False, "auto"])

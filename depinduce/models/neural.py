@@ -202,6 +202,12 @@ class MaskedLMBackend(NeuralBackend):
         """Hidden states (B, T, H) for input ``tokens`` (B, T) in which masked positions hold ``<mask>``;
         ``mask`` (B, T) is true at real (non-padding) positions."""
 
+    def encode_masked(self, tokens: torch.Tensor, mask: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+        """The hidden states (N, H) at the ``masked`` positions (boolean B × T), in ``hidden[masked]`` order: what
+        the masked-LM objective scores.  A backend whose last layer works position by position may override it
+        to do that work at those positions only; the numbers must stay ``encode(tokens, mask)[masked]``'s."""
+        return self.encode(tokens, mask)[masked]
+
     @abstractmethod
     def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Vocabulary logits (N, V) for the hidden states (N, H) of the masked positions only."""

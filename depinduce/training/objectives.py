@@ -189,8 +189,11 @@ class MaskedLM(Objective):
 
     def _mean_loss(self, model, tokens, mask, masked) -> LossOutput:
         inputs = tokens.masked_fill(masked, self.mask_index)
-        hidden = model.encode(inputs, mask)
-        nll = _summed_nll(model, hidden[masked], tokens[masked])
+        if hasattr(model, "encode_masked"):  # MaskedLMBackend's hook; a plugin may give only encode
+            hidden = model.encode_masked(inputs, mask, masked)
+        else:
+            hidden = model.encode(inputs, mask)[masked]
+        nll = _summed_nll(model, hidden, tokens[masked])
         return _finish(model, nll, masked.sum())
 
 

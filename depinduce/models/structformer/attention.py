@@ -7,7 +7,7 @@ because P has zero rows and columns at padding (``parent_distribution`` guarante
 is needed.
 
 Memory (CPU): the (B, heads, T, T) gates, relations and weights are not kept for backward but recomputed from
-the q/k/v projection and P (one extra q·kᵀ product per layer); dropout masks are redrawn from their seeds; each
+the q/k/v projection and P (one extra q·kᵀ product per layer); dropout masks are kept as bits (layers/dropout.py); each
 residual sum is written over its branch's output; the feed-forward block may recompute its inner activation
 (``recompute_ffn``).  Every stored activation thus takes the place of a temporary, which keeps the heap compact.
 """
@@ -21,6 +21,7 @@ from torch import nn
 
 from depinduce.models.layers.dropout import (
     apply_dropout,
+    KeptMask,
     drop_mask,
     leaky_relu_dropout_,
     new_seed,
@@ -55,24 +56,29 @@ class _AttentionCore(torch.autograd.Function):
     (strided, no copies); each head's result is copied into its slice of the output (``bmm_into``: a strided
     ``out=`` would send bmm down a loop of one small product per sentence).  Backward recomputes the
     gates, relations and weights (one more q·kᵀ product per layer) instead of storing (B, heads, T, T) tensors.
+    With ``rows`` (boolean B × T) the output projection runs at those positions only, giving (1, N, H).
     """
 
     @staticmethod
     def forward(ctx: Any, qkv: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor, out_weight: torch.Tensor,
-                out_bias: torch.Tensor, n_heads: int, p: float, seed: int | None) -> torch.Tensor:
-        heads = _Heads(qkv, parent, mixture, n_heads, p, seed)
-        ctx.n_heads, ctx.p, ctx.seed = n_heads, p, seed
+                out_bias: torch.Tensor, n_heads: int, p: float, seed: int | None,
+                rows: torch.Tensor | None) -> torch.Tensor:
+        drop = None if seed is None else drop_mask((n_heads, *parent.shape), p, seed)
+        heads = _Heads(qkv, parent, mixture, n_heads, p, drop)
+        ctx.n_heads, ctx.p, ctx.rows = n_heads, p, rows
+        ctx.kept = None if drop is None else KeptMask(drop)
         ctx.save_for_backward(qkv, parent, mixture, out_weight)
         context = qkv.new_empty(heads.shape)
         for h in range(n_heads):
             weights = heads.weights(h)[0]
             bmm_into(context[:, :, h], weights, heads.v(h))
-        return position_linear(context.view(heads.shape[0], heads.shape[1], -1), out_weight, out_bias)
+        return position_linear(_at_rows(context.view(heads.shape[0], heads.shape[1], -1), rows), out_weight,
+                               out_bias)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         qkv, parent, mixture, out_weight = ctx.saved_tensors
-        heads = _Heads(qkv, parent, mixture, ctx.n_heads, ctx.p, ctx.seed)
+        heads = _Heads(qkv, parent, mixture, ctx.n_heads, ctx.p, None if ctx.kept is None else ctx.kept.unpack())
         batch, width = heads.shape[:2]
         context = qkv.new_empty(heads.shape)
         per_head = []
@@ -80,10 +86,14 @@ class _AttentionCore(torch.autograd.Function):
             weights, gates, relation = heads.weights(h)
             bmm_into(context[:, :, h], weights, heads.v(h))
             per_head.append((weights, gates, relation))
+        rows = ctx.rows
         grad_context, grad_out_weight, grad_out_bias = linear_backward(
-            grad.contiguous(), context.view(batch, width, -1), out_weight
+            grad.contiguous(), _at_rows(context.view(batch, width, -1), rows), out_weight
         )
         del context
+        if rows is not None:  # positions the projection did not read get no gradient
+            grad_context = grad_context.new_zeros((batch, width, grad_context.size(-1))).index_put_(
+                (rows,), grad_context[0])
         grad_context = grad_context.reshape(heads.shape)
         grad_qkv = qkv.new_empty(qkv.shape).view(batch, width, 3, ctx.n_heads, -1)
         grad_parent = torch.zeros_like(parent)
@@ -109,14 +119,20 @@ class _AttentionCore(torch.autograd.Function):
             bmm_into(grad_qkv[:, :, 0, h], grad_scores, heads.k(h))
             bmm_into(grad_qkv[:, :, 1, h], grad_scores.transpose(1, 2), heads.q(h))
         return (grad_qkv.view(qkv.shape), grad_parent, grad_mixture, grad_out_weight, grad_out_bias,
-                None, None, None)
+                None, None, None, None)
+
+
+def _at_rows(x: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+    """``x`` (B, T, C) itself, or its rows that ``rows`` (boolean B × T) selects as a (1, N, C) tensor."""
+    return x if rows is None else x[rows].unsqueeze(0)
 
 
 class _Heads:
     """Per-head views of a fused q/k/v projection and the per-head attention weights (no autograd)."""
 
     def __init__(self, qkv: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor, n_heads: int, p: float,
-                 seed: int | None) -> None:
+                 drop: torch.Tensor | None) -> None:
+        """``drop``: the attention dropout's mask (heads, B, T, T), or None."""
         batch, width, three_hidden = qkv.shape
         dim = three_hidden // (3 * n_heads)
         self.shape = (batch, width, n_heads, dim)
@@ -125,7 +141,7 @@ class _Heads:
         self.parent, self.parent_t = parent, parent.transpose(1, 2)
         self.mixture = mixture.tolist()
         self.p = p
-        self.drop = None if seed is None else drop_mask((n_heads, batch, width, width), p, seed)
+        self.drop = drop
 
     def q(self, h: int) -> torch.Tensor:
         return self.parts[:, :, 0, h]
@@ -147,7 +163,7 @@ class _Heads:
 
 
 def _fused_attention_supported(qkv: torch.Tensor) -> bool:
-    """The fused core redraws CPU dropout masks in backward; elsewhere (and under autocast) plain autograd ops
+    """The fused core draws its dropout masks on CPU; elsewhere (and under autocast) plain autograd ops
     do the work."""
     return qkv.device.type == "cpu" and not lowered(qkv)
 
@@ -172,19 +188,22 @@ class DependencyAttention(nn.Module):
         nn.init.zeros_(self.qkv.bias)
         nn.init.zeros_(self.out.bias)
 
-    def forward(self, x: torch.Tensor, norm: nn.LayerNorm, parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, norm: nn.LayerNorm, parent: torch.Tensor, mixture: torch.Tensor,
+                rows: torch.Tensor | None = None) -> torch.Tensor:
         """``x`` (B, T, H), ``parent`` (B, T, T), ``mixture`` (n_heads, 2) = (w_parent, w_dep) per head; returns a
-        fresh (B, T, H) tensor."""
+        fresh (B, T, H) tensor, or with ``rows`` (boolean B × T) the (1, N, H) outputs at those positions only
+        (every position is still attended to)."""
         qkv = norm_linear(x, norm, self.qkv)
         parent = parent.to(qkv.dtype)
         if not _fused_attention_supported(qkv):
             q, k, v = _split_heads(qkv, self.n_heads)
             weights = torch.sigmoid(torch.matmul(q, k.transpose(-1, -2)) * self.head_dim**-0.5)
             weights = apply_dropout(weights * _relation(parent, mixture), self.dropatt, self.training)
-            return position_linear(_merge_heads(torch.matmul(weights, v)), self.out.weight, self.out.bias)
+            context = _at_rows(_merge_heads(torch.matmul(weights, v)), rows)
+            return position_linear(context, self.out.weight, self.out.bias)
         seed = new_seed() if self.training and self.dropatt > 0.0 else None
         return _AttentionCore.apply(qkv, parent, mixture, self.out.weight, self.out.bias, self.n_heads,
-                                    self.dropatt, seed)
+                                    self.dropatt, seed, rows)
 
 
 class StructFormerLayer(nn.Module):
@@ -206,15 +225,22 @@ class StructFormerLayer(nn.Module):
         self.ff_out = nn.Linear(ff_size, hidden_size)
 
     def forward(self, x: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor,
-                recompute_ffn: bool | None = None) -> torch.Tensor:
+                recompute_ffn: bool | None = None, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """The new (B, T, H) states; with ``rows`` (boolean B × T) only those positions' new states, as a (1, N, H)
+        tensor — what a last layer needs where only the masked positions are scored.  The dropout masks at those
+        positions are the ones the whole batch would get (layers/dropout.py), so the numbers are the same."""
         # Each residual sum is written over its branch's fresh output, so every stored activation takes the
         # place of a temporary and the heap stays compact (see layers/dropout.py).
-        x = residual_dropout_(self.attention(x, self.attn_norm, parent, mixture), x, self.dropout, self.training)
-        return residual_dropout_(self.feed_forward(x, recompute_ffn), x, self.dropout, self.training)
+        residual = x if rows is None else x[rows].unsqueeze(0)
+        attended = self.attention(x, self.attn_norm, parent, mixture, rows)
+        x = residual_dropout_(attended, residual, self.dropout, self.training, rows)
+        return residual_dropout_(self.feed_forward(x, recompute_ffn, rows), x, self.dropout, self.training, rows)
 
-    def feed_forward(self, x: torch.Tensor, recompute_ffn: bool | None = None) -> torch.Tensor:
-        """FFN(LN(x)) as a fresh tensor."""
-        recompute = self.recompute_ffn if recompute_ffn is None else recompute_ffn
+    def feed_forward(self, x: torch.Tensor, recompute_ffn: bool | None = None,
+                     rows: torch.Tensor | None = None) -> torch.Tensor:
+        """FFN(LN(x)) as a fresh tensor; ``x`` holds the positions ``rows`` selects when it is given (whose inner
+        activation is small enough to keep: no recomputation then)."""
+        recompute = (self.recompute_ffn if recompute_ffn is None else recompute_ffn) and rows is None
         if recompute and torch.is_grad_enabled() and x.device.type == "cpu" and not lowered(x):
             seed = new_seed() if self.training and self.dropout > 0.0 else None
             norm = self.ff_norm
@@ -222,7 +248,7 @@ class StructFormerLayer(nn.Module):
                                                 self.ff_out.weight, self.ff_out.bias, norm.eps, self.leaky_slope,
                                                 self.dropout, seed)
         inner = leaky_relu_dropout_(norm_linear(x, self.ff_norm, self.ff_in), self.leaky_slope, self.dropout,
-                                    self.training)
+                                    self.training, rows)
         return position_linear(inner, self.ff_out.weight, self.ff_out.bias)
 
 
@@ -240,6 +266,7 @@ class _RecomputedFeedForward(torch.autograd.Function):
                 eps: float, slope: float, p: float, seed: int | None) -> torch.Tensor:
         ctx.eps, ctx.slope, ctx.p, ctx.seed = eps, slope, p, seed
         drop = None if seed is None else drop_mask((*x.shape[:-1], weight_in.size(0)), p, seed)
+        ctx.kept = None if drop is None else KeptMask(drop)
         normed, inner, mean, rstd = _RecomputedFeedForward._inner(x, norm_weight, norm_bias, weight_in, bias_in,
                                                                   eps, slope, drop)
         del normed
@@ -264,7 +291,7 @@ class _RecomputedFeedForward(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         x, mean, rstd, norm_weight, norm_bias, weight_in, bias_in, weight_out = ctx.saved_tensors
-        drop = None if ctx.seed is None else drop_mask((*x.shape[:-1], weight_in.size(0)), ctx.p, ctx.seed)
+        drop = None if ctx.kept is None else ctx.kept.unpack()
         normed, inner = _RecomputedFeedForward._inner(x, norm_weight, norm_bias, weight_in, bias_in, ctx.eps,
                                                       ctx.slope, drop)[:2]
         scaled = _RecomputedFeedForward._scaled(weight_out, ctx.p, ctx.seed)

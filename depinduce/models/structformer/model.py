@@ -16,11 +16,13 @@ Choices that differ from the authors' code (and why), with the switch that resto
 - the parent contraction is exact but O(n³) through two batched matmuls instead of O(n⁴) over n³ tensors, with
   an exact (slower) fallback for sentences whose s1 × height range leaves float64's exponent range
   (``parent.py``);
-- the output logits are computed only for the hidden states the engine passes (the masked positions).
+- the output logits are computed only for the hidden states the engine passes (the masked positions), and in
+  training the last layer's output projection and feed-forward block only at those positions
+  (``encode_masked``; attention still reads every position, and the loss is the same).
 
 Speed and memory on CPU (``attention.py`` and the shared ``depinduce.models.layers``: ``kernels``, ``dropout``,
-``memory``): linear maps run through oneDNN, dropout masks are cheap to draw and redrawn in backward instead of
-stored, attention weights are recomputed in backward instead of stored, residual sums are written in place, and
+``memory``): linear maps run through oneDNN, dropout masks are cheap to draw and kept for backward as bits,
+attention weights are recomputed in backward instead of stored, residual sums are written in place, and
 a training ``encode`` returns fragmented heap pages to the system when the resident set grows.  None of this
 changes the numbers the network computes (up to float rounding); ``recompute_ffn`` trades speed for memory the
 same way, by default (``auto``) only when memory would otherwise run short.
@@ -112,6 +114,19 @@ class StructFormer(LinearOutputLayer, MaskedLMBackend):
         return Structure(distance=distance, height=height, parent=parent, root=root)
 
     def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self._encode(tokens, mask)
+
+    def encode_masked(self, tokens: torch.Tensor, mask: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+        """``encode(tokens, mask)[masked]`` with the last layer's position-wise work (its attention output
+        projection and feed-forward block, about 0.7 of the layer) done at the masked positions only: a quarter
+        of a 4-layer network's per-position products at 30% masking.  Same dropout masks at those positions
+        (drawn on CPU; on other devices dropout in training takes the whole-batch path)."""
+        if self.training and self.config.dropout > 0.0 and tokens.device.type != "cpu":
+            return self._encode(tokens, mask)[masked]
+        return self._encode(tokens, mask, masked)
+
+    def _encode(self, tokens: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Hidden states (B, T, H), or (N, H) at the positions ``rows`` selects."""
         if self.training and tokens.device.type == "cpu" and torch.is_grad_enabled():
             # A training step starts here, after the previous one freed its activations and gradients: the
             # moment to hand fragmented heap pages back (layers/memory.py; acts only when the resident set has grown).
@@ -124,9 +139,10 @@ class StructFormer(LinearOutputLayer, MaskedLMBackend):
             x = x + self.position(positions)
         mixtures = self.relation_logits.softmax(dim=-1)
         recompute = self._recompute_ffn(x)
-        for layer, mixture in zip(self.layers, mixtures):
-            x = layer(x, parent, mixture, recompute)
-        return self.final_norm(x)
+        last = len(self.layers) - 1
+        for index, (layer, mixture) in enumerate(zip(self.layers, mixtures)):
+            x = layer(x, parent, mixture, recompute, rows if index == last else None)
+        return self.final_norm(x if rows is None else x[0])
 
     def _recompute_ffn(self, x: torch.Tensor) -> bool:
         """Whether this step's feed-forward blocks recompute their inner activation in backward (config

@@ -32,7 +32,7 @@ Memory (CPU training): autograd would keep, per layer, contiguous copies of q, k
 products, tanh(v), sigmoid(g), the messages before and after the gate and dropout — about twice the projection
 itself.  :class:`_GatedHeadsCore` keeps exactly the tensors its backward needs, or, when ``recompute`` is set,
 only the projection and m, recomputing the rest in backward (two batched products and a few element-wise
-passes: about 6% of a small model's step); dropout masks are redrawn from their seeds.  The model decides per
+passes: about 6% of a small model's step); dropout masks are kept as bits for it.  The model decides per
 step (config ``recompute_heads``, ``auto``: only when memory would otherwise run short).  Under bfloat16 autocast
 (``precision: bf16``) the core runs too, on the bfloat16 projection, making the casts autocast would make for the
 plain ops (its output is theirs exactly): torch's plain ops would keep bfloat16 copies of q, k, tanh(v), the
@@ -50,7 +50,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from depinduce.models.layers.dropout import apply_dropout, drop_mask, new_seed, residual_dropout_
+from depinduce.models.layers.dropout import KeptMask, apply_dropout, drop_mask, new_seed, residual_dropout_
 from depinduce.models.layers.kernels import autocast_off, linear_backward, lowered, position_linear
 
 # Pair directions: 0 = the word itself, 1 = j left of i (j < i), 2 = j right of i (j > i).
@@ -127,7 +127,8 @@ def plain_heads(parts: torch.Tensor, graph: torch.Tensor, table: torch.Tensor | 
 
 class _Recomputed:
     """The intermediate tensors of one layer's heads, computed without autograd (forward and again in
-    backward); dropout masks come from their seeds, so both passes see the same ones.
+    backward); dropout masks come from their seeds in forward and are kept as bits (``kept``) for backward, so
+    both passes see the same ones.
 
     In the projection's dtype, except the controller, which is float32 whatever the projection is: a bfloat16
     projection (``precision: bf16``) gets the casts autocast gives the plain ops — q·k in bfloat16, the score
@@ -142,7 +143,9 @@ class _Recomputed:
 
     def __init__(self, parts: torch.Tensor, graph: torch.Tensor, table: torch.Tensor | None,
                  directions: torch.Tensor, opts: HeadOptions, dropatt: float, att_seed: int | None,
-                 dropout: float, seed: int | None) -> None:
+                 dropout: float, seed: int | None,
+                 kept: tuple[KeptMask | None, KeptMask | None] | None = None) -> None:
+        """``kept``: the forward pass's (attention, message) dropout masks, in place of drawing them."""
         batch, width, _ = parts.shape
         q, k, v, *gate = _split(parts, opts)
         self.q: torch.Tensor | None = q.transpose(1, 2).contiguous()
@@ -150,7 +153,10 @@ class _Recomputed:
         self.controller = _controller_of_heads(self.q, self.k_t, table, directions, opts).to(
             _controller_dtype(parts))
         weights = self.controller * graph[:, None]
-        self.att_drop = None if att_seed is None else drop_mask(weights.shape, dropatt, att_seed)
+        if kept is not None:
+            self.att_drop = None if kept[0] is None else kept[0].unpack()
+        else:
+            self.att_drop = None if att_seed is None else drop_mask(weights.shape, dropatt, att_seed)
         if self.att_drop is not None:
             weights.masked_fill_(self.att_drop, 0.0).mul_(1.0 / (1.0 - dropatt))
         self.weights = weights.to(parts.dtype)
@@ -166,13 +172,20 @@ class _Recomputed:
             messages = torch.mul(self.context, self.gate, out=torch.empty_like(self.gate)).view(batch, width, -1)
         else:
             messages = self.context.reshape(batch, width, -1)
-        self.drop = None if seed is None else drop_mask(messages.shape, dropout, seed)
+        if kept is not None:
+            self.drop = None if kept[1] is None else kept[1].unpack()
+        else:
+            self.drop = None if seed is None else drop_mask(messages.shape, dropout, seed)
         if self.drop is not None:
             messages.masked_fill_(self.drop, 0.0).mul_(1.0 / (1.0 - dropout))
         self.messages = messages
 
     def forget_queries(self) -> None:
         self.q = self.k_t = None
+
+    def kept_masks(self) -> tuple[KeptMask | None, KeptMask | None]:
+        """The dropout masks as bits, for a backward pass that recomputes the heads."""
+        return tuple(None if mask is None else KeptMask(mask) for mask in (self.att_drop, self.drop))
 
 
 class _GatedHeadsCore(torch.autograd.Function):
@@ -193,6 +206,7 @@ class _GatedHeadsCore(torch.autograd.Function):
             if not recompute:  # intermediates (not inputs or outputs): kept as an attribute
                 heads.forget_queries()
             ctx.heads = None if recompute else heads
+            ctx.kept = heads.kept_masks() if recompute else None
             return position_linear(heads.messages, out_weight.to(parts.dtype), out_bias.to(parts.dtype))
 
     @staticmethod
@@ -211,7 +225,7 @@ class _GatedHeadsCore(torch.autograd.Function):
         heads = ctx.heads
         ctx.heads = None
         if heads is None:
-            heads = _Recomputed(parts, graph, table, directions, opts, dropatt, att_seed, dropout, seed)
+            heads = _Recomputed(parts, graph, table, directions, opts, dropatt, att_seed, dropout, seed, ctx.kept)
         grad_messages, grad_out_weight, grad_out_bias = linear_backward(grad.to(parts.dtype).contiguous(),
                                                                         heads.messages, out_weight)
         del heads.messages
@@ -263,7 +277,7 @@ class _GatedHeadsCore(torch.autograd.Function):
 
 
 def _fused_supported(parts: torch.Tensor) -> bool:
-    """The fused core redraws CPU dropout masks in backward; elsewhere plain autograd ops do the work.  Under
+    """The fused core draws its dropout masks on CPU; elsewhere plain autograd ops do the work.  Under
     autocast (``precision: bf16``) it runs too, on the bfloat16 projection autocast gave it, with the casts
     autocast would have made (:class:`_Recomputed`)."""
     return (parts.device.type == "cpu" and torch.is_grad_enabled()
