@@ -20,8 +20,9 @@ import torch
 from torch import nn
 
 from depinduce.models.layers.dropout import (
-    apply_dropout,
     KeptMask,
+    apply_dropout,
+    apply_mask_,
     drop_mask,
     leaky_relu_dropout_,
     new_seed,
@@ -108,7 +109,7 @@ class _AttentionCore(torch.autograd.Function):
             del weights
             grad_weights = torch.bmm(grad_h, heads.v(h).transpose(1, 2))
             if heads.drop is not None:
-                grad_weights.masked_fill_(heads.drop[h], 0.0).mul_(1.0 / (1.0 - ctx.p))
+                apply_mask_(grad_weights, heads.drop[h], ctx.p)
             grad_relation = grad_weights * gates
             grad_parent.add_(grad_relation, alpha=mix[h][0]).add_(grad_relation.transpose(1, 2), alpha=mix[h][1])
             grad_mixture[h, 0] = torch.dot(grad_relation.view(-1), parent.reshape(-1))
@@ -158,7 +159,7 @@ class _Heads:
         relation = torch.mul(self.parent, self.mixture[h][0]).add_(self.parent_t, alpha=self.mixture[h][1])
         weights = gates * relation
         if self.drop is not None:
-            weights.masked_fill_(self.drop[h], 0.0).mul_(1.0 / (1.0 - self.p))
+            apply_mask_(weights, self.drop[h], self.p)
         return weights, gates, relation
 
 
@@ -231,7 +232,7 @@ class StructFormerLayer(nn.Module):
         positions are the ones the whole batch would get (layers/dropout.py), so the numbers are the same."""
         # Each residual sum is written over its branch's fresh output, so every stored activation takes the
         # place of a temporary and the heap stays compact (see layers/dropout.py).
-        residual = x if rows is None else x[rows].unsqueeze(0)
+        residual = _at_rows(x, rows)
         attended = self.attention(x, self.attn_norm, parent, mixture, rows)
         x = residual_dropout_(attended, residual, self.dropout, self.training, rows)
         return residual_dropout_(self.feed_forward(x, recompute_ffn, rows), x, self.dropout, self.training, rows)

@@ -50,7 +50,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from depinduce.models.layers.dropout import KeptMask, apply_dropout, drop_mask, new_seed, residual_dropout_
+from depinduce.models.layers.dropout import (
+    KeptMask,
+    apply_dropout,
+    apply_mask_,
+    drop_mask,
+    new_seed,
+    residual_dropout_,
+)
 from depinduce.models.layers.kernels import autocast_off, linear_backward, lowered, position_linear
 
 # Pair directions: 0 = the word itself, 1 = j left of i (j < i), 2 = j right of i (j > i).
@@ -158,7 +165,7 @@ class _Recomputed:
         else:
             self.att_drop = None if att_seed is None else drop_mask(weights.shape, dropatt, att_seed)
         if self.att_drop is not None:
-            weights.masked_fill_(self.att_drop, 0.0).mul_(1.0 / (1.0 - dropatt))
+            apply_mask_(weights, self.att_drop, dropatt)
         self.weights = weights.to(parts.dtype)
         del weights
         v_heads = v.transpose(1, 2)  # (B, N, T, d)
@@ -177,7 +184,7 @@ class _Recomputed:
         else:
             self.drop = None if seed is None else drop_mask(messages.shape, dropout, seed)
         if self.drop is not None:
-            messages.masked_fill_(self.drop, 0.0).mul_(1.0 / (1.0 - dropout))
+            apply_mask_(messages, self.drop, dropout)
         self.messages = messages
 
     def forget_queries(self) -> None:
@@ -230,7 +237,7 @@ class _GatedHeadsCore(torch.autograd.Function):
                                                                         heads.messages, out_weight)
         del heads.messages
         if heads.drop is not None:
-            grad_messages.masked_fill_(heads.drop, 0.0).mul_(1.0 / (1.0 - dropout))
+            apply_mask_(grad_messages, heads.drop, dropout)
         grad_messages = grad_messages.view(heads.context.shape)  # (B, T, N, d)
         grad_parts = torch.empty_like(parts).view(*parts.shape[:2], opts.n_parts, opts.n_heads, opts.head_size)
         # (B, N, T, d), contiguous: read by two batched products
@@ -252,7 +259,7 @@ class _GatedHeadsCore(torch.autograd.Function):
         grad_weights = grad_weights.to(_controller_dtype(parts))
         del grad_context, heads.values, heads.weights
         if heads.att_drop is not None:
-            grad_weights.masked_fill_(heads.att_drop, 0.0).mul_(1.0 / (1.0 - dropatt))
+            apply_mask_(grad_weights, heads.att_drop, dropatt)
         controller = heads.controller
         grad_graph = (grad_weights * controller).sum(dim=1)
         grad_controller = grad_weights.mul_(graph[:, None])
