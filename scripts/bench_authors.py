@@ -4,7 +4,7 @@ Both implementations are driven through exactly ``scripts/bench_train.py``'s ste
 batches (same seed, same order), 30% of the real tokens masked, forward, backward, gradient clipping at 0.25 and
 Adam (lr 3e-4, eps 1e-9, weight decay 1.2e-6).  depinduce computes its output layer at the masked positions
 only (what ``depinduce train`` does); the authors' code computes it where their training script does (their
-StructFormer at every position, their UDGN at the masked ones).  Each measurement runs a fixed number of steps
+StructFormer and Probabilistic Transformer at every position, their UDGN at the masked ones).  Each measurement runs a fixed number of steps
 in a fresh subprocess, so both see the same batches and each peak resident memory (``ru_maxrss``) is its own;
 the two implementations alternate for ``--rounds`` rounds (order swapped every round) and the median is
 reported, so a disturbance of the machine hits both.  ``--precision bf16`` runs depinduce's forward passes under
@@ -16,6 +16,8 @@ The authors' code is imported from a checkout the user gives, never from this re
     python scripts/bench_authors.py --model structformer --authors /tmp/google-research --configs small
     # UDGN: yikangshen/UDGN (models.py, layers.py)
     python scripts/bench_authors.py --model udgn --authors /tmp/UDGN --configs small --batch-tokens 2048
+    # Probabilistic Transformer: whyNLP/Probabilistic-Transformer (its encoder imports opt_einsum)
+    python scripts/bench_authors.py --model probformer --authors /tmp/Probabilistic-Transformer --batch-tokens 2048
 
 Prints one JSON line per configuration: the CPU model and its vector extensions, both implementations'
 tokens/s and peak memory, and the ratios (depinduce / authors).
@@ -44,11 +46,12 @@ from cpu_info import cpu_description  # noqa: E402
 PAD, MASK = 0, 2  # depinduce's special indices (data/vocab.py); the authors' scripts take pad as a parameter
 
 # The networks compared (bench_train's configurations; the authors' constructors take the same shapes).
-CONFIGS = {model: bench_train.CONFIGS[model] for model in ("structformer", "udgn")}
+CONFIGS = {model: bench_train.CONFIGS[model] for model in ("structformer", "udgn", "probformer")}
 # Regularisation shared by both sides unless --set changes it (the issue's measurements: no dropout for UDGN).
 SHARED_DEFAULTS: dict[str, dict[str, Any]] = {
     "structformer": {"dropout": 0.1, "dropatt": 0.0, "pos_emb": True, "n_parser_layers": 3, "conv_size": 9},
     "udgn": {"dropout": 0.0, "dropatt": 0.0},
+    "probformer": {},  # each configuration's own dropout (paper 0.15, cpu 0), on both sides
 }
 
 
@@ -93,7 +96,68 @@ def authors_step_function(model_name: str, config: dict[str, Any], authors: Path
             return model(data, targets, pos)[0]
 
         return model, loss
+    if model_name == "probformer":
+        return authors_probformer(config, authors)
     sys.exit(f"no authors' driver for {model_name}")
+
+
+def authors_probformer(config: dict[str, Any], authors: Path) -> tuple[Any, Any]:
+    """The authors' ``HalfLazyHeadProbEncoder`` (their ``crf-mlm-ptb`` configuration's encoder), imported from
+    their file alone (their package's ``__init__`` imports every variant), between the parts of their
+    ``MaskedLanguageModel`` that flair supplies: a Xavier-uniform embedding, their output ``nn.Linear`` at every
+    position, and their ``_calculate_loss`` — per sentence, the token-summed cross-entropy over the masked words,
+    divided by the batch's masked count — plus their trainer's ``getTernaryNorm(p=2)`` × 5e-4 (depinduce's
+    ``ternary_l2``).  flair's per-token Sentence objects are left out: they would only slow the authors' side."""
+    import importlib.util
+
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    candidates = [authors / "src" / "models" / "modules", authors / "models" / "modules", authors]
+    encoder_file = next((c / "lazyHeadCRFEncoder.py" for c in candidates if (c / "lazyHeadCRFEncoder.py").is_file()),
+                        None)
+    if encoder_file is None:
+        sys.exit(f"{authors}: no src/models/modules/lazyHeadCRFEncoder.py here "
+                 "(give the whyNLP/Probabilistic-Transformer checkout)")
+    try:
+        import opt_einsum  # noqa: F401  (the authors' encoder imports it; their requirements.txt)
+    except ImportError:
+        sys.exit("the authors' encoder imports opt_einsum (their requirements.txt): pip install opt_einsum, or put "
+                 "it on PYTHONPATH")
+    spec = importlib.util.spec_from_file_location("authors_lazy_head_crf_encoder", encoder_file)
+    assert spec is not None and spec.loader is not None
+    authors_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(authors_module)
+    if config.get("decomposition", "uv") != "uv":
+        sys.exit("the authors' side is driven at decomposition uv (their crf-mlm-ptb configuration)")
+    dists = ", ".join(str(n) for n in range(2, config["distance_threshold"] + 2))  # offsets 1..t, then beyond t
+
+    class AuthorsMLM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embedding = nn.Embedding(VOCAB_SIZE, config["d"])
+            nn.init.xavier_uniform_(self.embedding.weight)
+            self.mod = authors_module.HalfLazyHeadProbEncoder(
+                d_model=config["d"], n_head=config["n_channels"], n_iter=config["n_iter"], dists=dists,
+                async_update=True, use_td=f"uv:{config['rank']}", dropout=config["dropout"])
+            self.linear = nn.Linear(config["d"], VOCAB_SIZE)
+
+    model = AuthorsMLM()
+
+    def loss(tokens: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        data, targets = mask_like_authors(tokens, mask, generator)
+        features = model.linear(model.mod(model.embedding(data), mask.to(torch.int32)))
+        targets = targets.masked_fill(targets == PAD, -100)
+        score = torch.zeros(())
+        for feats, tags, length in zip(features, targets, mask.sum(1).tolist()):
+            if (tags == -100).all().item():
+                continue
+            score = score + F.cross_entropy(feats[:length], tags[:length], ignore_index=-100, reduction="sum")
+        score = score / max(1, int((targets != -100).sum()))
+        return score + 5e-4 * model.mod.getTernaryNorm(2)
+
+    return model, loss
 
 
 def mask_like_authors(tokens: Any, mask: Any, generator: Any) -> tuple[Any, Any]:

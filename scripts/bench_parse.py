@@ -15,7 +15,7 @@ import torch
 from depinduce.io import read_sentences
 from depinduce.io.initial_graphs import read_initial_parse
 from depinduce.models.registry import load_model
-from depinduce.parsing import ParseRequest, parse
+from depinduce.parsing import OUTPUT_FORMATS, ParseRequest, parse
 
 
 def main() -> None:
@@ -24,7 +24,8 @@ def main() -> None:
     parser.add_argument("input", help="CoNLL-U file to parse")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--decoder", default="mst")
+    parser.add_argument("--decoder", default=None, help="default: the run's own, as `depinduce parse`")
+    parser.add_argument("--format", dest="fmt", default="conllu", choices=OUTPUT_FORMATS)
     parser.add_argument("--iterations", type=int, default=None)
     parser.add_argument("--init", default=None, help="CoNLL-U parse of the same sentences to refine")
     args = parser.parse_args()
@@ -35,7 +36,8 @@ def main() -> None:
         backend.set_iterations(args.iterations)
     sentences = read_sentences(args.input, fmt="conllu")
     init = read_initial_parse(args.init, sentences) if args.init else None
-    request = ParseRequest(fmt="conllu", decoder=args.decoder, batch_size=args.batch_size)
+    decoder = args.decoder or backend.default_decoder
+    request = ParseRequest(fmt=args.fmt, decoder=decoder, batch_size=args.batch_size)
     passes: list[int] = []
     started = time.perf_counter()
     for k in range(0, len(sentences), args.batch_size):
@@ -47,7 +49,7 @@ def main() -> None:
     seconds = time.perf_counter() - started
     tokens = sum(len(s.words) for s in sentences)
     print(f"model {args.model}: {len(sentences)} sentences, {tokens} tokens in {seconds:.1f} s on "
-          f"{args.threads} thread(s), batch {args.batch_size}, decoder {args.decoder}")
+          f"{args.threads} thread(s), batch {args.batch_size}, decoder {decoder}, {args.fmt}")
     print(f"{len(sentences) / seconds:.1f} sentences/s, {tokens / seconds:,.0f} tokens/s")
     if passes:
         print(f"passes per batch: mean {sum(passes) / len(passes):.2f}, max {max(passes)} "
