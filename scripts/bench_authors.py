@@ -4,11 +4,12 @@ Both implementations are driven through exactly ``scripts/bench_train.py``'s ste
 batches (same seed, same order), 30% of the real tokens masked, forward, backward, gradient clipping at 0.25 and
 Adam (lr 3e-4, eps 1e-9, weight decay 1.2e-6).  depinduce computes its output layer at the masked positions
 only (what ``depinduce train`` does); the authors' code computes it where their training script does (their
-StructFormer and Probabilistic Transformer at every position, their UDGN at the masked ones).  Each measurement runs a fixed number of steps
-in a fresh subprocess, so both see the same batches and each peak resident memory (``ru_maxrss``) is its own;
-the two implementations alternate for ``--rounds`` rounds (order swapped every round) and the median is
-reported, so a disturbance of the machine hits both.  ``--precision bf16`` runs depinduce's forward passes under
-bfloat16 autocast, as ``train.precision: bf16`` does (a numerics switch; the authors' side stays float32).
+StructFormer and Probabilistic Transformer at every position, their UDGN at the masked ones).  Each measurement
+runs a fixed number of steps in a fresh subprocess, so both see the same batches and each peak resident memory
+(``ru_maxrss``) is its own; the two implementations alternate for ``--rounds`` rounds (order swapped every
+round) and the median is reported, so a disturbance of the machine hits both.  ``--precision bf16`` runs
+depinduce's forward passes under bfloat16 autocast, as ``train.precision: bf16`` does (a numerics switch; the
+authors' side stays float32).
 
 The authors' code is imported from a checkout the user gives, never from this repository:
 
@@ -106,8 +107,9 @@ def authors_probformer(config: dict[str, Any], authors: Path) -> tuple[Any, Any]
     their file alone (their package's ``__init__`` imports every variant), between the parts of their
     ``MaskedLanguageModel`` that flair supplies: a Xavier-uniform embedding, their output ``nn.Linear`` at every
     position, and their ``_calculate_loss`` — per sentence, the token-summed cross-entropy over the masked words,
-    divided by the batch's masked count — plus their trainer's ``getTernaryNorm(p=2)`` × 5e-4 (depinduce's
-    ``ternary_l2``).  flair's per-token Sentence objects are left out: they would only slow the authors' side."""
+    divided by the batch's masked count — plus their trainer's ``getTernaryNorm(p=2)`` weighted as depinduce's
+    side weights its norm (``ternary_l2``: 5e-4, their ``crf-mlm-ptb`` lambda, unless the configuration sets it).
+    flair's per-token Sentence objects are left out: they would only slow the authors' side."""
     import importlib.util
 
     import torch
@@ -131,6 +133,9 @@ def authors_probformer(config: dict[str, Any], authors: Path) -> tuple[Any, Any]
     spec.loader.exec_module(authors_module)
     if config.get("decomposition", "uv") != "uv":
         sys.exit("the authors' side is driven at decomposition uv (their crf-mlm-ptb configuration)")
+    from depinduce.models.probformer.config import ProbFormerConfig
+
+    ternary_l2 = config.get("ternary_l2", ProbFormerConfig.ternary_l2)
     dists = ", ".join(str(n) for n in range(2, config["distance_threshold"] + 2))  # offsets 1..t, then beyond t
 
     class AuthorsMLM(nn.Module):
@@ -155,7 +160,7 @@ def authors_probformer(config: dict[str, Any], authors: Path) -> tuple[Any, Any]
                 continue
             score = score + F.cross_entropy(feats[:length], tags[:length], ignore_index=-100, reduction="sum")
         score = score / max(1, int((targets != -100).sum()))
-        return score + 5e-4 * model.mod.getTernaryNorm(2)
+        return score + ternary_l2 * model.mod.getTernaryNorm(2)
 
     return model, loss
 
