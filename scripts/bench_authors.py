@@ -39,10 +39,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_train  # noqa: E402
 from bench_train import (  # noqa: E402
-    VOCAB_SIZE, bucketed_batches, chosen_configs, depinduce_step_function, parse_sets, random_batch,
-    sentence_lengths,
+    VOCAB_SIZE, bucketed_batches, chosen_configs, depinduce_step_function, device_peak_memory, parse_sets,
+    random_batch, sentence_lengths, synchronize,
 )
-from cpu_info import cpu_description  # noqa: E402
+from cpu_info import machine_description  # noqa: E402
 
 PAD, MASK = 0, 2  # depinduce's special indices (data/vocab.py); the authors' scripts take pad as a parameter
 
@@ -56,9 +56,14 @@ SHARED_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def authors_step_function(model_name: str, config: dict[str, Any], authors: Path) -> tuple[Any, Any]:
+def authors_step_function(model_name: str, config: dict[str, Any], authors: Path,
+                          device: str = "cpu") -> tuple[Any, Any]:
+    """The authors' model at ``config`` on ``device`` and its training loss as their script computes it (the
+    batch is masked on the CPU, as on depinduce's side, and moved to the device)."""
     import torch
     import torch.nn.functional as F
+
+    where = torch.device(device)
 
     if model_name == "structformer":
         root = authors.parent if (authors / "structformer.py").is_file() else authors
@@ -70,11 +75,11 @@ def authors_step_function(model_name: str, config: dict[str, Any], authors: Path
         model = authors_module.StructFormer(
             config["hidden_size"], config["n_layers"], VOCAB_SIZE, config["n_heads"], config["dropout"],
             config["dropatt"], False, config["pos_emb"], pad=PAD, n_parser_layers=config["n_parser_layers"],
-            conv_size=config["conv_size"], relations=("head", "child"), weight_act="softmax")
+            conv_size=config["conv_size"], relations=("head", "child"), weight_act="softmax").to(where)
 
         def loss(tokens: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-            data, targets = mask_like_authors(tokens, mask, generator)
-            pos = torch.arange(data.size(1))[None, :]
+            data, targets = (t.to(where) for t in mask_like_authors(tokens, mask, generator))
+            pos = torch.arange(data.size(1), device=where)[None, :]
             output, _ = model(data, pos)
             return F.cross_entropy(output, targets.reshape(-1), ignore_index=PAD)
 
@@ -89,15 +94,17 @@ def authors_step_function(model_name: str, config: dict[str, Any], authors: Path
             emb_size=config["hidden_size"], head_size=config["head_size"], nlayers=config["n_layers"],
             ntokens=VOCAB_SIZE, nhead=config["n_heads"], dropout=config["dropout"],
             parser_dropout=config["dropout"], dropatt=config["dropatt"], pos_emb=False, pad=PAD,
-            n_parser_layers=config["parser_layers"])
+            n_parser_layers=config["parser_layers"]).to(where)
 
         def loss(tokens: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-            data, targets = mask_like_authors(tokens, mask, generator)
-            pos = torch.arange(data.size(1))[None, :]
+            data, targets = (t.to(where) for t in mask_like_authors(tokens, mask, generator))
+            pos = torch.arange(data.size(1), device=where)[None, :]
             return model(data, targets, pos)[0]
 
         return model, loss
     if model_name == "probformer":
+        if where.type != "cpu":
+            sys.exit("the Probabilistic Transformer's authors' side is driven on the CPU only")
         return authors_probformer(config, authors)
     sys.exit(f"no authors' driver for {model_name}")
 
@@ -174,16 +181,16 @@ def mask_like_authors(tokens: Any, mask: Any, generator: Any) -> tuple[Any, Any]
 
 
 def worker(side: str, model_name: str, config: dict[str, Any], authors: Path | None, threads: int, steps: int,
-           batch_tokens: int, seed: int, precision: str = "fp32") -> dict[str, object]:
+           batch_tokens: int, seed: int, precision: str = "fp32", device: str = "cpu") -> dict[str, object]:
     import torch
 
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     if side == "depinduce":
-        model, loss_of = depinduce_step_function(model_name, config, precision)
+        model, loss_of = depinduce_step_function(model_name, config, precision, device)
     else:
         assert authors is not None
-        model, loss_of = authors_step_function(model_name, config, authors)
+        model, loss_of = authors_step_function(model_name, config, authors, device)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-4, eps=1e-9, weight_decay=1.2e-6)
     batches = bucketed_batches(sentence_lengths(20_000, seed), batch_tokens, seed)
@@ -200,12 +207,15 @@ def worker(side: str, model_name: str, config: dict[str, Any], authors: Path | N
     for lengths in batches[:2]:  # warm-up: allocator, kernels
         step(lengths)
     words = 0
+    synchronize(torch.device(device))
     start = time.perf_counter()
     for lengths in batches[2:2 + steps]:
         words += step(lengths)
+    synchronize(torch.device(device))
     elapsed = time.perf_counter() - start
     return {"tokens_per_s": words / elapsed, "seconds": elapsed, "tokens": words,
             "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
+            **device_peak_memory(torch.device(device)),
             "parameters_m": sum(p.numel() for p in model.parameters()) / 1e6}
 
 
@@ -213,7 +223,7 @@ def run_worker(args: argparse.Namespace, side: str, config: dict[str, Any]) -> d
     command = [sys.executable, __file__, "--model", args.model, "--authors", str(args.authors),
                "--worker", side, "--worker-config", json.dumps(config), "--threads", str(args.threads),
                "--steps", str(args.steps), "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed),
-               "--precision", args.precision]
+               "--precision", args.precision, "--device", args.device]
     finished = subprocess.run(command, capture_output=True, text=True)
     if finished.returncode != 0:
         sys.exit(f"{side} worker failed (exit {finished.returncode}):\n{finished.stderr[-3000:]}")
@@ -231,6 +241,8 @@ def main() -> None:
                         help="override a key of depinduce's model_config only (e.g. an implementation switch)")
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
                         help="depinduce's train.precision (the authors' side is float32 either way)")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu or cuda[:N]: both sides on it; on CUDA the memory figures are the GPU's peaks")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=20, help="timed steps per measurement (after 2 warm-up)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating measurements of each implementation")
@@ -242,7 +254,7 @@ def main() -> None:
 
     if args.worker:
         result = worker(args.worker, args.model, json.loads(args.worker_config), args.authors, args.threads,
-                        args.steps, args.batch_tokens, args.seed, args.precision)
+                        args.steps, args.batch_tokens, args.seed, args.precision, args.device)
         print(json.dumps(result))
         return
     table = CONFIGS[args.model]
@@ -259,8 +271,8 @@ def main() -> None:
                 runs[side].append(run_worker(args, side, configs[side]))
                 print(f"{name} round {round_index + 1}: {side} "
                       f"{runs[side][-1]['tokens_per_s']:.0f} tokens/s", file=sys.stderr)
-        summary: dict[str, Any] = {"model": args.model, "config": name, **cpu_description(),
-                                   "threads": args.threads, "batch_tokens": args.batch_tokens,
+        summary: dict[str, Any] = {"model": args.model, "config": name, **machine_description(args.device),
+                                   "device": args.device, "threads": args.threads, "batch_tokens": args.batch_tokens,
                                    "steps": args.steps, "rounds": args.rounds,
                                    "shared": shared, "depinduce_overrides": ours_overrides,
                                    "depinduce_precision": args.precision}
@@ -269,10 +281,14 @@ def main() -> None:
                 "tokens_per_s": round(statistics.median(r["tokens_per_s"] for r in measured), 1),
                 "tokens_per_s_all": [round(r["tokens_per_s"], 1) for r in measured],
                 "peak_rss_gb": round(max(r["peak_rss_gb"] for r in measured), 3),
+                **{key: round(max(r[key] for r in measured), 3)
+                   for key in ("peak_gpu_gb", "peak_gpu_reserved_gb") if key in measured[0]},
                 "parameters_m": round(measured[0]["parameters_m"], 2),
             }
+        memory = "peak_gpu_gb" if "peak_gpu_gb" in summary["depinduce"] else "peak_rss_gb"
         summary["speed_ratio"] = round(summary["depinduce"]["tokens_per_s"] / summary["authors"]["tokens_per_s"], 2)
-        summary["memory_ratio"] = round(summary["depinduce"]["peak_rss_gb"] / summary["authors"]["peak_rss_gb"], 2)
+        summary["memory_ratio"] = round(summary["depinduce"][memory] / summary["authors"][memory], 2)
+        summary["memory_measure"] = memory
         print(json.dumps(summary))
 
 

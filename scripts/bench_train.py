@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from cpu_info import cpu_description
+from cpu_info import machine_description
 
 # model -> configuration -> model_config
 CONFIGS: dict[str, dict[str, dict[str, object]]] = {
@@ -95,11 +95,15 @@ def random_batch(lengths: list[int], vocab_size: int, generator: Any) -> tuple[A
 VOCAB_SIZE = 10_000  # depinduce's three special tokens included
 
 
-def depinduce_step_function(model_name: str, config: dict[str, Any], precision: str) -> tuple[Any, Any]:
-    """The backend built at ``config`` over a 10,000-word vocabulary, and its training loss for a batch exactly as
-    the engine computes it (its objective; under bfloat16 autocast with ``precision: bf16``, which backends that
-    train in float32 only refuse with the engine's own one-line error)."""
+def depinduce_step_function(model_name: str, config: dict[str, Any], precision: str,
+                            device: str = "cpu") -> tuple[Any, Any]:
+    """The backend built at ``config`` over a 10,000-word vocabulary on ``device``, and its training loss for a
+    batch exactly as the engine computes it (its objective: inputs prepared on the CPU, then moved to the device;
+    under bfloat16 autocast with ``precision: bf16``, which backends that train in float32 only refuse with the
+    engine's own one-line error)."""
     import torch
+
+    where = torch.device(device)
 
     from depinduce.data.vocab import Vocab
     from depinduce.errors import RecipeError
@@ -110,30 +114,32 @@ def depinduce_step_function(model_name: str, config: dict[str, Any], precision: 
     vocab = Vocab([f"w{i}" for i in range(VOCAB_SIZE - 3)])
     model_class = trainable_class(model_name)
     try:
-        check_precision(precision, model_name, model_class.mixed_precision, torch.device("cpu"),
+        check_precision(precision, model_name, model_class.mixed_precision, where,
                         lambda line: print(line, file=sys.stderr))
     except RecipeError as error:
         sys.exit(str(error))
-    model = model_class.from_config(config, vocab, where="bench")
+    model = model_class.from_config(config, vocab, where="bench").to(where)
     objective = objective_for(model_class.capabilities.objective, mask_rate=0.3, vocab_size=len(vocab))
     objective.check_model(model)
     loss_module = LossModule(model, objective)
 
     def loss(tokens: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         inputs = objective.prepare(tokens, mask, generator=generator)
-        with autocast(precision, torch.device("cpu")):  # as the engine's training step
+        inputs = {key: value.to(where, non_blocking=True) for key, value in inputs.items()}
+        with autocast(precision, where):  # as the engine's training step
             return loss_module(**inputs)[0]
 
     return model, loss
 
 
 def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds: float, batch_tokens: int,
-           seed: int, precision: str = "fp32") -> dict[str, object]:
+           seed: int, precision: str = "fp32", device: str = "cpu") -> dict[str, object]:
     import torch
 
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    model, loss_of = depinduce_step_function(model_name, model_config, precision)
+    where = torch.device(device)
+    model, loss_of = depinduce_step_function(model_name, model_config, precision, device)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-4, eps=1e-9, weight_decay=1.2e-6)
     batches = bucketed_batches(sentence_lengths(20_000, seed), batch_tokens, seed)
@@ -151,6 +157,7 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
         step(lengths)
     words = 0
     steps = 0
+    synchronize(where)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     for lengths in batches[2:]:
@@ -158,6 +165,7 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
         steps += 1
         if time.perf_counter() - start > seconds:
             break
+    synchronize(where)
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_SELF)
     return {
@@ -170,8 +178,30 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
         # CPU time (all threads, user + system): a figure that other processes on the machine disturb less.
         "cpu_seconds": round(after.ru_utime - usage.ru_utime + after.ru_stime - usage.ru_stime, 2),
         "peak_rss_gb": round(after.ru_maxrss / 1024**2, 3),
+        **device_peak_memory(where),
         "parameters_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 2),
     }
+
+
+def synchronize(device: Any) -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously: a host clock read before this would stop
+    while kernels are still running)."""
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def device_peak_memory(device: Any) -> dict[str, float]:
+    """On CUDA, the peak of the tensors the process held on the GPU (``max_memory_allocated``) and of what torch's
+    caching allocator reserved for them (``max_memory_reserved``, what ``nvidia-smi`` shows as used), in GiB; on
+    the CPU nothing (the resident peak is the figure there)."""
+    import torch
+
+    if device.type != "cuda":
+        return {}
+    return {"peak_gpu_gb": round(torch.cuda.max_memory_allocated(device) / 1024**3, 3),
+            "peak_gpu_reserved_gb": round(torch.cuda.max_memory_reserved(device) / 1024**3, 3)}
 
 
 def parse_sets(items: list[str]) -> dict[str, object]:
@@ -206,12 +236,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
                         help="train.precision: bf16 runs each forward pass under bfloat16 autocast")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N] (as depinduce train --device)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # JSON model_config: run one configuration here
     args = parser.parse_args()
 
     if args.worker:
         print(json.dumps(worker(args.model, json.loads(args.worker), args.threads, args.seconds,
-                                args.batch_tokens, args.seed, args.precision)))
+                                args.batch_tokens, args.seed, args.precision, args.device)))
         return
     table = CONFIGS[args.model]
     names = chosen_configs(args.model, args.configs)
@@ -220,12 +251,13 @@ def main() -> None:
         command = [sys.executable, __file__, "--model", args.model, "--worker", json.dumps(model_config),
                    "--threads", str(args.threads), "--seconds", str(args.seconds),
                    "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed),
-                   "--precision", args.precision]
+                   "--precision", args.precision, "--device", args.device]
         finished = subprocess.run(command, capture_output=True, text=True)
         if finished.returncode != 0:
             sys.exit(f"{args.model}/{name}: the benchmark worker failed (exit {finished.returncode}):\n"
                      f"{finished.stderr[-2000:]}")
-        result = {"model": args.model, "config": name, **cpu_description(), **json.loads(finished.stdout)}
+        result = {"model": args.model, "config": name, **machine_description(args.device),
+                  **json.loads(finished.stdout)}
         print(json.dumps(result))
 
 

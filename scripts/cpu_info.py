@@ -43,3 +43,22 @@ def cpu_description() -> dict[str, object]:
 
 
 ISA_CAP_VARIABLES = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
+
+
+def machine_description(device: str = "cpu") -> dict[str, object]:
+    """:func:`cpu_description`, and on a CUDA device also the GPU, torch's CUDA version and the float32 modes
+    that decide which matrix kernels run (TF32 in cuBLAS products and cuDNN convolutions/RNNs)."""
+    description = cpu_description()
+    if not device.startswith("cuda"):
+        return description
+    import torch
+
+    where = torch.device(device)
+    description.update({
+        "gpu": torch.cuda.get_device_name(where),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+        "tf32_cudnn": torch.backends.cudnn.allow_tf32,
+    })
+    return description
