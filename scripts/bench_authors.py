@@ -9,7 +9,9 @@ runs a fixed number of steps in a fresh subprocess, so both see the same batches
 (``ru_maxrss``) is its own; the two implementations alternate for ``--rounds`` rounds (order swapped every
 round) and the median is reported, so a disturbance of the machine hits both.  ``--precision bf16`` runs
 depinduce's forward passes under bfloat16 autocast, as ``train.precision: bf16`` does (a numerics switch; the
-authors' side stays float32).
+authors' side stays float32).  ``--device cuda`` runs both sides on the GPU: the batches are still drawn and
+masked on the CPU and moved there, the clock stops after the GPU has finished, and memory is the GPU's peak
+(``torch.cuda.max_memory_allocated``; the caching allocator's reserved peak beside it).
 
 The authors' code is imported from a checkout the user gives, never from this repository:
 
@@ -20,8 +22,9 @@ The authors' code is imported from a checkout the user gives, never from this re
     # Probabilistic Transformer: whyNLP/Probabilistic-Transformer (its encoder imports opt_einsum)
     python scripts/bench_authors.py --model probformer --authors /tmp/Probabilistic-Transformer --batch-tokens 2048
 
-Prints one JSON line per configuration: the CPU model and its vector extensions, both implementations'
-tokens/s and peak memory, and the ratios (depinduce / authors).
+Prints one JSON line per configuration: the CPU model and its vector extensions (and the GPU, torch's CUDA version
+and its TF32 modes on CUDA), both implementations' tokens/s and peak memory, and the ratios (depinduce /
+authors).
 """
 
 from __future__ import annotations

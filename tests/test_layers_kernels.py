@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 import torch.nn.functional as F
 
+from depinduce.errors import UsageError
 from depinduce.models.layers import memory
 from depinduce.models.layers import kernels
 from depinduce.models.layers.kernels import bmm_into, position_linear, rows_linear
@@ -122,3 +127,38 @@ def test_linear_maps_choose_their_kernel_by_the_cpu_and_compute_the_same(
         assert torch.allclose(weight.grad, 2 * expected.reshape(-1, 6).t() @ x.detach().reshape(-1, 8), atol=1e-4)
     finally:
         kernels.onednn_linear_pays.cache_clear()
+
+
+@pytest.mark.parametrize("forced", ["onednn", "mkl", "MKL "])
+def test_the_linear_kernel_choice_can_be_forced_for_measuring_both(forced: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DEPINDUCE_LINEAR_KERNEL overrides the CPU's choice either way (scripts/bench_linear.py measures both), with
+    the same numbers."""
+    monkeypatch.setenv(kernels.LINEAR_KERNEL_VARIABLE, forced)
+    for capability in ("AVX512", "AVX2"):
+        monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+        kernels.onednn_linear_pays.cache_clear()
+        try:
+            assert kernels.onednn_linear_pays() == (forced == "onednn")
+            x = torch.randn(2, 4, 8)
+            weight, bias = torch.randn(5, 8), torch.randn(5)
+            assert torch.allclose(position_linear(x, weight, bias), F.linear(x, weight, bias), atol=1e-5)
+        finally:
+            kernels.onednn_linear_pays.cache_clear()
+
+
+def test_an_unknown_linear_kernel_is_a_one_line_error(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(kernels.LINEAR_KERNEL_VARIABLE, "blas")
+    kernels.onednn_linear_pays.cache_clear()
+    try:
+        with pytest.raises(UsageError, match="DEPINDUCE_LINEAR_KERNEL='blas': expected onednn or mkl"):
+            kernels.onednn_linear_pays()
+    finally:
+        kernels.onednn_linear_pays.cache_clear()
+    (tmp_path / "in.txt").write_text("The dog barks .\n")
+    env = dict(os.environ, DEPINDUCE_LINEAR_KERNEL="blas")
+    result = subprocess.run([sys.executable, "-m", "depinduce", "parse", "in.txt"],  # the bundled UDGN
+                            capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "DEPINDUCE_LINEAR_KERNEL='blas': expected onednn or mkl (or unset: chosen by the CPU)")
+    assert "Traceback" not in result.stderr and result.stdout == ""

@@ -16,11 +16,16 @@ created inside a custom Function may not be modified in place.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+from depinduce.errors import UsageError
+
+LINEAR_KERNEL_VARIABLE = "DEPINDUCE_LINEAR_KERNEL"
 
 
 def lowered(x: torch.Tensor) -> bool:
@@ -39,11 +44,19 @@ def autocast_off(x: torch.Tensor) -> torch.autocast:
 @lru_cache(maxsize=1)
 def onednn_linear_pays() -> bool:
     """Whether the linear maps go to oneDNN's convolution kernels rather than MKL's sgemm: on CPUs whose kernels
-    may use AVX-512 (torch's CPU capability, which ``ATEN_CPU_CAPABILITY`` can lower).  On the AMD EPYC of the
-    benchmarks oneDNN runs a forward and backward at 187–190 GFLOP/s against MKL's 170–179; limited to AVX2
+    may use AVX-512 (torch's CPU capability, which ``ATEN_CPU_CAPABILITY`` can lower).  Forward and backward of
+    the two networks' shapes, 2 threads (``scripts/bench_linear.py``): on Zen 5 oneDNN runs 351–411 GFLOP/s
+    against MKL's 180–208, on Zen 4 141–190 against 150–174; limited to AVX2
     (``ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2``) it runs 157–173 against MKL's 166–183, so there the
-    plain ``F.linear`` is used (StructFormer 4 × 256 steps 3% faster there).  The same numbers to float rounding
-    either way."""
+    plain ``F.linear`` is used (StructFormer 4 × 256 steps 3% faster there).  ``DEPINDUCE_LINEAR_KERNEL=onednn``
+    or ``mkl`` overrides the choice, to measure both on a CPU kind not measured yet.  The same numbers to float
+    rounding either way."""
+    forced = os.environ.get(LINEAR_KERNEL_VARIABLE, "").strip().lower()
+    if forced:
+        if forced not in ("onednn", "mkl"):
+            raise UsageError(f"{LINEAR_KERNEL_VARIABLE}={forced!r}: expected onednn or mkl "
+                             "(or unset: chosen by the CPU)")
+        return forced == "onednn"
     return torch.backends.cpu.get_cpu_capability() == "AVX512"
 
 
