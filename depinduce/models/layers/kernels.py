@@ -45,8 +45,8 @@ def autocast_off(x: torch.Tensor) -> torch.autocast:
 def onednn_linear_pays() -> bool:
     """Whether the linear maps go to oneDNN's convolution kernels rather than MKL's sgemm: on CPUs whose kernels
     may use AVX-512 (torch's CPU capability, which ``ATEN_CPU_CAPABILITY`` can lower).  Forward and backward of
-    the two networks' shapes, 2 threads (``scripts/bench_linear.py``): on Zen 5 oneDNN runs 351–411 GFLOP/s
-    against MKL's 180–208, on Zen 4 141–190 against 150–174; limited to AVX2
+    the two networks' shapes, 2 threads: on Zen 5 oneDNN runs 351–411 GFLOP/s against MKL's 180–208, on Zen 4
+    141–190 against 150–174 (``scripts/bench_linear.py``); limited to AVX2
     (``ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2``) it runs 157–173 against MKL's 166–183, so there the
     plain ``F.linear`` is used (StructFormer 4 × 256 steps 3% faster there).  ``DEPINDUCE_LINEAR_KERNEL=onednn``
     or ``mkl`` overrides the choice, to measure both on a CPU kind not measured yet.  The same numbers to float
