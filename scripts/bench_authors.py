@@ -189,6 +189,7 @@ def worker(side: str, model_name: str, config: dict[str, Any], authors: Path | N
 
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
+    where = torch.device(device)
     if side == "depinduce":
         model, loss_of = depinduce_step_function(model_name, config, precision, device)
     else:
@@ -210,15 +211,15 @@ def worker(side: str, model_name: str, config: dict[str, Any], authors: Path | N
     for lengths in batches[:2]:  # warm-up: allocator, kernels
         step(lengths)
     words = 0
-    synchronize(torch.device(device))
+    synchronize(where)
     start = time.perf_counter()
     for lengths in batches[2:2 + steps]:
         words += step(lengths)
-    synchronize(torch.device(device))
+    synchronize(where)
     elapsed = time.perf_counter() - start
     return {"tokens_per_s": words / elapsed, "seconds": elapsed, "tokens": words,
             "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
-            **device_peak_memory(torch.device(device)),
+            **device_peak_memory(where),
             "parameters_m": sum(p.numel() for p in model.parameters()) / 1e6}
 
 

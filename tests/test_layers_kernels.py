@@ -130,7 +130,8 @@ def test_linear_maps_choose_their_kernel_by_the_cpu_and_compute_the_same(
 
 
 @pytest.mark.parametrize("forced", ["onednn", "mkl", "MKL "])
-def test_the_linear_kernel_choice_can_be_forced_for_measuring_both(forced: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_linear_kernel_choice_can_be_forced_for_measuring_both(
+        forced: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """DEPINDUCE_LINEAR_KERNEL overrides the CPU's choice either way (scripts/bench_linear.py measures both), with
     the same numbers."""
     monkeypatch.setenv(kernels.LINEAR_KERNEL_VARIABLE, forced)
