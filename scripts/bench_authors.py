@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_train  # noqa: E402
 from bench_train import (  # noqa: E402
     VOCAB_SIZE, bucketed_batches, chosen_configs, depinduce_step_function, device_peak_memory, parse_sets,
-    random_batch, sentence_lengths, synchronize,
+    sentence_lengths, synchronize, training_step,
 )
 from cpu_info import machine_description  # noqa: E402
 
@@ -195,19 +195,8 @@ def worker(side: str, model_name: str, config: dict[str, Any], authors: Path | N
     else:
         assert authors is not None
         model, loss_of = authors_step_function(model_name, config, authors, device)
-    model.train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-4, eps=1e-9, weight_decay=1.2e-6)
     batches = bucketed_batches(sentence_lengths(20_000, seed), batch_tokens, seed)
-    generator = torch.Generator().manual_seed(seed)
-
-    def step(lengths: list[int]) -> int:
-        tokens, mask = random_batch(lengths, VOCAB_SIZE, generator)
-        loss_of(tokens, mask, generator).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return int(mask.sum())
-
+    step = training_step(model, loss_of, seed)
     for lengths in batches[:2]:  # warm-up: allocator, kernels
         step(lengths)
     words = 0

@@ -132,17 +132,14 @@ def depinduce_step_function(model_name: str, config: dict[str, Any], precision: 
     return model, loss
 
 
-def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds: float, batch_tokens: int,
-           seed: int, precision: str = "fp32", device: str = "cpu") -> dict[str, object]:
+def training_step(model: Any, loss_of: Any, seed: int) -> Any:
+    """The benchmarks' training step for ``model`` and its loss function (``depinduce_step_function`` or the
+    authors' side): a random batch of the given sentence lengths, forward, backward, clipping at 0.25 and Adam;
+    it returns the batch's real-token count."""
     import torch
 
-    torch.set_num_threads(threads)
-    torch.manual_seed(seed)
-    where = torch.device(device)
-    model, loss_of = depinduce_step_function(model_name, model_config, precision, device)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-4, eps=1e-9, weight_decay=1.2e-6)
-    batches = bucketed_batches(sentence_lengths(20_000, seed), batch_tokens, seed)
     generator = torch.Generator().manual_seed(seed)
 
     def step(lengths: list[int]) -> int:
@@ -153,6 +150,19 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
         optimizer.zero_grad(set_to_none=True)  # before the next forward: gradients need not outlive the step
         return int(mask.sum())
 
+    return step
+
+
+def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds: float, batch_tokens: int,
+           seed: int, precision: str = "fp32", device: str = "cpu") -> dict[str, object]:
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    where = torch.device(device)
+    model, loss_of = depinduce_step_function(model_name, model_config, precision, device)
+    batches = bucketed_batches(sentence_lengths(20_000, seed), batch_tokens, seed)
+    step = training_step(model, loss_of, seed)
     for lengths in batches[:2]:  # warm-up: allocator, oneDNN kernels
         step(lengths)
     words = 0
