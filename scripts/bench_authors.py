@@ -212,20 +212,31 @@ def worker(side: str, model_name: str, config: dict[str, Any], authors: Path | N
             "parameters_m": sum(p.numel() for p in model.parameters()) / 1e6}
 
 
-def run_worker(args: argparse.Namespace, side: str, config: dict[str, Any]) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--model", args.model, "--authors", str(args.authors),
-               "--worker", side, "--worker-config", json.dumps(config), "--threads", str(args.threads),
-               "--steps", str(args.steps), "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed),
-               "--precision", args.precision, "--device", args.device]
+def worker_command(script: str, args: argparse.Namespace, side: str, config: dict[str, Any]) -> list[str]:
+    """The command line that runs one side's worker of ``script`` (this benchmark or ``profile_step.py``, which
+    share :func:`add_side_by_side_arguments`)."""
+    return [sys.executable, script, "--model", args.model, "--authors", str(args.authors), "--worker", side,
+            "--worker-config", json.dumps(config), "--threads", str(args.threads), "--steps", str(args.steps),
+            "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed), "--precision", args.precision]
+
+
+def run_side(command: list[str], side: str) -> dict[str, Any]:
+    """Run a worker in a fresh process; its last line of output is its JSON result."""
     finished = subprocess.run(command, capture_output=True, text=True)
     if finished.returncode != 0:
         sys.exit(f"{side} worker failed (exit {finished.returncode}):\n{finished.stderr[-3000:]}")
     return json.loads(finished.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=sorted(CONFIGS), default="structformer")
+def run_worker(args: argparse.Namespace, side: str, config: dict[str, Any]) -> dict[str, Any]:
+    return run_side(worker_command(__file__, args, side, config) + ["--device", args.device], side)
+
+
+def add_side_by_side_arguments(parser: argparse.ArgumentParser, models: list[str], steps: int,
+                               steps_help: str) -> None:
+    """The options this benchmark and ``profile_step.py`` share: the model and configurations, the authors'
+    checkout, both sides' overrides, depinduce's precision, threads, steps, batches, and the worker's own."""
+    parser.add_argument("--model", choices=models, default=models[0])
     parser.add_argument("--authors", type=Path, required=True, help="the authors' checkout (see above)")
     parser.add_argument("--configs", nargs="+", help="named configurations (default: all)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -234,15 +245,21 @@ def main() -> None:
                         help="override a key of depinduce's model_config only (e.g. an implementation switch)")
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
                         help="depinduce's train.precision (the authors' side is float32 either way)")
-    parser.add_argument("--device", default="cpu",
-                        help="cpu or cuda[:N]: both sides on it; on CUDA the memory figures are the GPU's peaks")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per measurement (after 2 warm-up)")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating measurements of each implementation")
+    parser.add_argument("--steps", type=int, default=steps, help=steps_help)
     parser.add_argument("--batch-tokens", type=int, default=4096)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--worker", choices=("depinduce", "authors"), help=argparse.SUPPRESS)
     parser.add_argument("--worker-config", help=argparse.SUPPRESS)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_side_by_side_arguments(parser, ["structformer", "udgn", "probformer"], 20,
+                               "timed steps per measurement (after 2 warm-up)")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu or cuda[:N]: both sides on it; on CUDA the memory figures are the GPU's peaks")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating measurements of each implementation")
     args = parser.parse_args()
 
     if args.worker:

@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_authors import CONFIGS, SHARED_DEFAULTS, authors_step_function  # noqa: E402
+from bench_authors import (  # noqa: E402
+    CONFIGS, SHARED_DEFAULTS, add_side_by_side_arguments, authors_step_function, run_side, worker_command,
+)
 from bench_train import (  # noqa: E402
     bucketed_batches, chosen_configs, depinduce_step_function, parse_sets, sentence_lengths, training_step,
 )
@@ -82,20 +83,7 @@ def profile_side(side: str, model_name: str, config: dict[str, Any], authors: Pa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=("structformer", "udgn"), default="udgn")
-    parser.add_argument("--authors", type=Path, required=True, help="the authors' checkout (bench_authors.py)")
-    parser.add_argument("--configs", nargs="+", help="named configurations (default: all)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a model_config key on both sides")
-    parser.add_argument("--depinduce-set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a model_config key on depinduce's side only")
-    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="depinduce's side")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=8, help="profiled steps (after 2 warm-up steps)")
-    parser.add_argument("--batch-tokens", type=int, default=4096)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--worker", choices=("depinduce", "authors"), help=argparse.SUPPRESS)
-    parser.add_argument("--worker-config", help=argparse.SUPPRESS)
+    add_side_by_side_arguments(parser, ["udgn", "structformer"], 8, "profiled steps (after 2 warm-up steps)")
     args = parser.parse_args()
 
     if args.worker:
@@ -106,14 +94,7 @@ def main() -> None:
         shared = {**CONFIGS[args.model][name], **SHARED_DEFAULTS[args.model], **parse_sets(args.set)}
         sides = {}
         for side, config in (("authors", shared), ("depinduce", {**shared, **parse_sets(args.depinduce_set)})):
-            command = [sys.executable, __file__, "--model", args.model, "--authors", str(args.authors),
-                       "--worker", side, "--worker-config", json.dumps(config), "--threads", str(args.threads),
-                       "--steps", str(args.steps), "--batch-tokens", str(args.batch_tokens),
-                       "--seed", str(args.seed), "--precision", args.precision]
-            finished = subprocess.run(command, capture_output=True, text=True)
-            if finished.returncode != 0:
-                sys.exit(f"{side} worker failed (exit {finished.returncode}):\n{finished.stderr[-3000:]}")
-            sides[side] = json.loads(finished.stdout.strip().splitlines()[-1])
+            sides[side] = run_side(worker_command(__file__, args, side, config), side)
         fixed = sides["depinduce"]["lstm"] + sides["depinduce"]["linear_maps"]
         print(json.dumps({"model": args.model, "config": name, "precision": args.precision,
                           **machine_description("cpu"), **sides,
