@@ -105,6 +105,72 @@ def test_linear_cross_entropy_passes_gradcheck_and_needs_no_gradients() -> None:
     assert float(empty.detach()) == 0.0 and empty.requires_grad
 
 
+@pytest.mark.parametrize("bf16", [False, True])
+def test_linear_cross_entropy_backward_twice_through_a_kept_graph_gives_the_same_gradients(bf16: bool) -> None:
+    """Backward scales the gradients kept from forward in place only on a widened copy (bfloat16 under
+    autocast); a graph kept for a second backward must still hold the unscaled ones."""
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(40, 8, generator=generator, requires_grad=True)
+    weight = torch.randn(13, 8, generator=generator, requires_grad=True)
+    bias = torch.randn(13, generator=generator, requires_grad=True)
+    targets = torch.randint(0, 13, (40,), generator=generator)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        loss = linear_cross_entropy(x, weight, bias, targets) / 40
+    grads = []
+    for _ in range(2):
+        grads.append([g.clone() for g in torch.autograd.grad(loss, (x, weight, bias), retain_graph=True)])
+    for first, second in zip(*grads, strict=True):
+        assert first.dtype == torch.float32 and torch.equal(first, second) and first.abs().sum() > 0
+
+
+_CACHE_PROBE = """
+import ctypes, sys, torch
+from depinduce.models.layers.memory import limit_onednn_primitive_cache
+if sys.argv[1] == "limited":
+    limit_onednn_primitive_cache()
+info = ctypes.CDLL("libc.so.6").mallinfo2
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+info.restype = Info
+def used():
+    now = info()
+    return now.uordblks + now.hblkhd
+weight = torch.randn(2048, 256, dtype=torch.bfloat16)
+start = used()
+for rows in range(1000, 1200):  # a new product shape each time, as length-bucketed batches give
+    torch.nn.functional.linear(torch.randn(rows, 256, dtype=torch.bfloat16), weight)
+print(used() - start)
+"""
+
+
+def test_the_backends_bound_the_bfloat16_product_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ideep keeps a primitive per bfloat16 product shape (``LRU_CACHE_CAPACITY``, 1024 by default): ~55 MB of
+    live heap over 200 shapes here.  The backends' cap of 32 entries stops it at ~9 MB; a value the user set is
+    kept."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallinfo2  # noqa: B018 - glibc >= 2.33
+    except (OSError, AttributeError):
+        pytest.skip("needs glibc's mallinfo2 to read the live heap")
+    for variable in (memory.ONEDNN_CACHE_VARIABLE, memory.IDEEP_CACHE_VARIABLE):
+        monkeypatch.delenv(variable, raising=False)
+
+    def growth(mode: str) -> int:
+        run = subprocess.run([sys.executable, "-c", _CACHE_PROBE, mode], capture_output=True, text=True,
+                             check=True, env={**os.environ, memory.ONEDNN_CACHE_VARIABLE: "0"})
+        return int(run.stdout)
+
+    unlimited = growth("default")
+    if unlimited < 30 * 2**20:
+        pytest.skip(f"bfloat16 products keep no per-shape cache on this CPU ({unlimited} bytes over 200 shapes)")
+    assert growth("limited") < 16 * 2**20
+    monkeypatch.setenv(memory.IDEEP_CACHE_VARIABLE, "7")
+    memory.limit_onednn_primitive_cache()
+    assert os.environ[memory.IDEEP_CACHE_VARIABLE] == "7"
+
+
 @pytest.mark.parametrize("capability", ["AVX512", "AVX2"])
 def test_linear_maps_choose_their_kernel_by_the_cpu_and_compute_the_same(
         capability: str, monkeypatch: pytest.MonkeyPatch) -> None:

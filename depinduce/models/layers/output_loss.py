@@ -77,13 +77,24 @@ class _LinearCrossEntropy(torch.autograd.Function):
             grad = F.linear(x, weight, bias)
             nll = _logits_to_gradient(grad, targets)
             grad_x, grad_w, grad_b = grad @ weight, grad.t() @ x, grad.sum(0)
-        ctx.save_for_backward(grad_x.to(x.dtype), grad_w.to(weight.dtype), grad_b.to(bias.dtype))
+        # Kept in the products' dtype (bfloat16 under autocast: half the bytes, at the step's peak) and widened
+        # in backward, which gives the same numbers as widening them here.
+        ctx.dtypes = (x.dtype, weight.dtype, bias.dtype)
+        ctx.save_for_backward(grad_x, grad_w, grad_b)
         return nll
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        grad_x, grad_w, grad_b = ctx.saved_tensors
-        return grad_x * grad, grad_w * grad, grad_b * grad, None, None
+        scaled = [_scaled(kept, dtype, grad) for kept, dtype in zip(ctx.saved_tensors, ctx.dtypes)]
+        return (*scaled, None, None)
+
+
+def _scaled(kept: torch.Tensor, dtype: torch.dtype, grad: torch.Tensor) -> torch.Tensor:
+    """``kept`` widened to ``dtype`` and scaled by the incoming gradient, in place on the widened copy (one
+    tensor of the weight's size at the start of backward, not two); a kept tensor already in ``dtype`` is not
+    modified (a graph kept for a second backward still holds it)."""
+    widened = kept.to(dtype)
+    return widened.mul_(grad) if widened is not kept else kept * grad
 
 
 def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
