@@ -10,11 +10,15 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_API = ("load", "evaluate", "train", "Parser", "ParsedSentence", "Evaluation", "write")
+_API = ("load", "evaluate", "train", "Parser", "ParsedSentence", "Evaluation", "write", "convert", "list_runs",
+        "Predictions", "Token", "list_models", "preprocess", "perplexity", "analyze_heads", "analyze_channels",
+        "HeadAnalysis", "ChannelAnalysis")
+# the report sits a layer above the API: ``depinduce.report_runs`` is ``depinduce report``
+_REPORT = ("report_runs",)
 _ERRORS = ("DepinduceError", "InputError", "UsageError", "RecipeError", "NotFoundError", "ModelError",
            "RunDirectoryError", "ResourceError")
 
-__all__ = ["__version__", *_API, *_ERRORS]
+__all__ = ["__version__", *_API, *_REPORT, *_ERRORS]
 
 
 def __getattr__(name: str) -> Any:
@@ -22,6 +26,10 @@ def __getattr__(name: str) -> Any:
         from depinduce import api
 
         return getattr(api, name)
+    if name in _REPORT:
+        from depinduce.report import command
+
+        return getattr(command, name)
     if name in _ERRORS:
         from depinduce import errors
 

@@ -1,6 +1,7 @@
 """The parse pipeline: input → hide punctuation → backend scores → shared decoders → full-token trees.
 
-Unsupervised backends only ever see the visible (non-punctuation) words; a backend that reads whole sentences
+Unsupervised backends only ever see the visible (non-punctuation) words — punctuation by the one rule that
+``eval`` removes by too (:func:`depinduce.data.punct.sentence_punct_mask`); a backend that reads whole sentences
 (``capabilities.whole_sentences``: RNGTr, trained on every token with its UPOS) gets the full sentences, and
 optionally an initial graph each to refine.  Everything after their scores is done here, once, so every backend
 gets every decoder and output format:
@@ -9,7 +10,8 @@ gets every decoder and output format:
   backend gives word heights, StructFormer's own decoder), then punctuation re-attached by
   :func:`depinduce.structures.dependency.attach_hidden` (final punctuation → the root word, any other → the
   nearest word before it, or after it at the start of the sentence); labels, when the backend scores them, are
-  each word's best label under its decoded head (otherwise ``root``/``dep``);
+  each word's best label under its decoded head (otherwise ``root``/``dep``); CoNLL-U input loses its enhanced
+  graph (DEPS, empty nodes), gold annotation that the prediction does not have;
 - constituency: the top-down tree from split distances when the backend has them, else the subtree spans of the
   dependency tree; visible spans are mapped back onto the full token sequence, so a punctuation token becomes a
   leaf of the lowest constituent that covers both of its neighbours.
@@ -29,9 +31,11 @@ from depinduce.data.punct import sentence_punct_mask
 from depinduce.structures.sentence import Sentence
 from depinduce.data.tokenize import tokenize_line
 from depinduce.errors import InputError, ModelError, UsageError
+from depinduce.io.conllu_format import without_enhanced_graph
 from depinduce.io.initial_graphs import InitialGraph
 from depinduce.io.lines import display_name
 from depinduce.io.lines import read_text as read_lines_text
+from depinduce.io.parse_defaults import DEFAULT_MAX_WORDS, OUTPUT_FORMATS, PROBS_FORMATS
 from depinduce.models.base import Backend, ParseScores
 from depinduce.structures.decode import DECODERS, decode_batch
 from depinduce.structures.dependency import attach_hidden, subtree_spans
@@ -42,8 +46,6 @@ from depinduce.structures.spans import (
     spans_to_tree,
 )
 
-OUTPUT_FORMATS = ("conllu", "conllx", "brackets", "jsonl", "html", "svg")
-DEFAULT_MAX_WORDS = 1000
 DEPENDENCY_FORMATS = ("conllu", "conllx")
 # Pictures draw the heads and, where the model induces one, its own tree (never one derived from the heads).
 PICTURE_FORMATS = ("html", "svg")
@@ -178,6 +180,8 @@ class ParseRequest:
     max_words: int | None = DEFAULT_MAX_WORDS
     # The input's name, for errors located as FILE:LINE.
     source: str = "<input>"
+    # Each word's head distribution (``--probs``), read as ``Backend.head_probs`` says, into Sentence.head_probs.
+    probs: bool = False
 
 
 def decoders_for(backend: Backend) -> tuple[str, ...]:
@@ -200,6 +204,36 @@ def check_request(backend: Backend, request: ParseRequest) -> None:
         )
     if not (caps.dependency or caps.constituency):
         raise ModelError(f"model '{backend.name}' produces neither dependencies nor constituency")
+    if request.probs:
+        check_probs(backend, request.fmt)
+
+
+def check_probs(backend: Backend, fmt: str) -> None:
+    """``--probs`` needs a model that computes a head distribution and a format that can carry it."""
+    if backend.head_probs == "none" or not backend.capabilities.dependency:
+        what = "its trees come from split scores, not heads" if not backend.capabilities.dependency else "none"
+        raise ModelError(f"model '{backend.name}' computes no head distribution ({what}); --probs applies to "
+                         "dmv, probformer, udgn, structformer, rngtr and the baselines")
+    if fmt not in PROBS_FORMATS:
+        raise UsageError(f"--probs writes to {' or '.join(f'--format {f}' for f in PROBS_FORMATS)}, not {fmt}")
+
+
+def full_head_probs(backend: Backend, scores: ParseScores, visible_heads: Sequence[int],
+                    hidden: Sequence[bool]) -> list[list[float] | None]:
+    """Each token's head distribution over ROOT and every token, from the distribution the model computed over
+    ROOT and the visible words (or probability 1 for the decoded head where the backend computes none); a
+    hidden token (punctuation, attached by rule) gets None."""
+    m = len(visible_heads)
+    if backend.head_probs == "decoded":
+        visible = torch.zeros((m, m + 1), dtype=torch.float64)
+        visible[torch.arange(m), torch.as_tensor(list(visible_heads), dtype=torch.long)] = 1.0
+    else:
+        visible = backend.word_head_probs(scores).double().cpu()
+    positions = [0] + [i + 1 for i, h in enumerate(hidden) if not h]  # visible index -> token index (0 = ROOT)
+    full = torch.zeros((m, len(hidden) + 1), dtype=torch.float64)
+    full[:, positions] = visible
+    rows = iter(full.tolist())
+    return [None if h else next(rows) for h in hidden]
 
 
 def check_refines(backend: Backend) -> None:
@@ -274,6 +308,8 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest,
         else:
             results = backend.parse_scores([visible[k] for k in nonempty])
         scores = dict(zip(nonempty, results))
+        for k in nonempty:
+            _check_finite(scores[k], sentences[k], k, backend, request)
     want_heads = request.fmt != "brackets" or not backend.capabilities.constituency
     want_tree = request.fmt in ("brackets", "jsonl") or (request.fmt in PICTURE_FORMATS
                                                          and backend.capabilities.constituency)
@@ -297,6 +333,11 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest,
                     sentence.deprels = _labels(scores[k], visible_heads[k])
                 else:
                     sentence.deprels = ["root" if h == 0 else "dep" for h in sentence.heads]
+                if isinstance(sentence.source, conllu.models.TokenList):
+                    sentence.source = without_enhanced_graph(sentence.source)
+                if request.probs:
+                    sentence.head_probs = ([None] * len(sentence) if k not in visible_heads else
+                                           full_head_probs(backend, scores[k], visible_heads[k], hidden[k]))
                 if not whole:
                     mark_punctuation(sentence, hidden[k])
     if want_tree:
@@ -305,6 +346,20 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest,
                 sentence.tree = spans_to_tree(sentence.words, [])
             else:
                 sentence.tree = _full_tree(sentence, hidden[k], visible[k], scores[k])
+
+
+def _check_finite(scores: ParseScores, sentence: Sentence, k: int, backend: Backend, request: ParseRequest) -> None:
+    """A sentence's scores must be numbers: NaN (or +infinity) reaching a decoder would be a traceback, or worse a
+    tree of whatever shape the decoder falls back to (right-branching brackets, left-branching heads)."""
+    for name in ("heads", "distances", "heights"):
+        tensor = getattr(scores, name)
+        if tensor is None:
+            continue
+        values = torch.as_tensor(tensor)
+        if values.is_floating_point() and (values.isnan().any() or values.isposinf().any()):
+            raise ModelError(f"{request.source}:{sentence.line or '?'}: sentence {sentence.sent_id or k + 1}: model "
+                             f"'{backend.name}' gave non-finite {name} scores (NaN or infinity), so it cannot be "
+                             "parsed; the model's weights or this sentence's length may overflow its numbers")
 
 
 def parse(

@@ -35,3 +35,22 @@ def nltk_data() -> Path:
 def ewt_dir() -> Path:
     """UD English EWT (train and dev) from ../shared."""
     return _require(EWT / "en_ewt-ud-dev.conllu").parent
+
+
+@pytest.fixture(scope="session")
+def ptb_sample(nltk_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """NLTK's PTB sample as ``depinduce preprocess ptb`` writes it (``test.conllu``, ``test.trees``, …), once."""
+    from click.testing import CliRunner
+
+    from depinduce.cli.main import cli
+
+    out = tmp_path_factory.mktemp("ptb") / "sample"
+    result = CliRunner().invoke(cli, ["preprocess", "ptb", "--quiet", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="session")
+def german_dev() -> Path:
+    """UD German GSD dev (multiword tokens) from ../shared."""
+    return _require(SHARED / "data" / "ud" / "UD_German-GSD" / "de_gsd-ud-dev.conllu")

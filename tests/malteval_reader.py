@@ -1,6 +1,7 @@
 """A reader that applies the rules of MaltEval's (2014-10-05) input reader, for tests of ``parse``'s default
 output: tab-separated token lines with at least 8 columns, FORM in column 2, an integer HEAD in column 7, a
-DEPREL in column 8, one empty line between sentences — and nothing else (no comment, multiword-token or
+DEPREL in column 8, PHEAD (column 9, where DEPS is in CoNLL-U) ``_`` or an integer (MaltEval aborts on an enhanced
+graph's ``0:root``), one empty line between sentences — and nothing else (no comment, multiword-token or
 empty-node line, no stray blank line)."""
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def read_malteval(text: str) -> list[list[tuple[str, int, str]]]:
             raise MaltEvalError(f"line {number}: Head value {cols[6]} not valid") from None
         if not cols[7] or cols[7] == "_":
             raise MaltEvalError(f"line {number}: DEPREL missing")
+        if len(cols) > 8 and cols[8] != "_" and not cols[8].isdigit():
+            raise MaltEvalError(f"line {number}: PHead value {cols[8]} not valid")
         current.append((cols[1], head, cols[7]))
     if current:
         raise MaltEvalError("the last sentence is not ended by an empty line")

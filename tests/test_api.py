@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import depinduce
+from depinduce.api.words import python_message
 from depinduce.cli.main import cli
 from depinduce.io import read_sentences
 from training_support import make_data, make_ud_data, one_thread, tiny_plugin  # noqa: F401 (fixtures)
@@ -32,13 +33,12 @@ def cli_stdout(*args: str) -> str:
 
 
 def readme_python_example() -> str:
-    """The first ```python block under README's '## Python' heading (DEPINDUCE_README names another file)."""
-    path = Path(os.environ.get("DEPINDUCE_README") or REPO / "README.md")
+    """The first ```python block of the API page, docs/api.md (DEPINDUCE_README names another file)."""
+    path = Path(os.environ.get("DEPINDUCE_README") or REPO / "docs" / "api.md")
     text = path.read_text(encoding="utf-8")
-    section = re.search(r"^## Python\n(.*?)(?=^## |\Z)", text, re.S | re.M)
-    block = section and re.search(r"^```python\n(.*?)^```", section.group(1), re.S | re.M)
+    block = re.search(r"^```python\n(.*?)^```", text, re.S | re.M)
     if not block:
-        pytest.fail(f"{path} has no '## Python' section with a ```python block (the documented API example)")
+        pytest.fail(f"{path} has no ```python block (the documented API example)")
     return block.group(1)
 
 
@@ -61,7 +61,7 @@ def written(parsed, fmt: str = "conllu") -> str:
 
 def test_readme_python_example_runs_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)  # no ./runs here: load() and its example behave as on a fresh checkout
-    exec(compile(readme_python_example(), "README.md (## Python)", "exec"), {"__name__": "readme"})
+    exec(compile(readme_python_example(), "docs/api.md", "exec"), {"__name__": "readme"})
     assert "DDA (UAS)" in capsys.readouterr().out  # the example prints its report
 
 
@@ -251,11 +251,11 @@ def test_rngtr_parses_and_refines_as_the_cli(rngtr_run: tuple[Path, Path], tmp_p
     message = cli_error("parse", "--model", str(run), str(data / "dev.txt"))
     with pytest.raises(depinduce.UsageError) as raised:
         list(parser.parse(["Dogs bark ."]))
-    assert str(raised.value) == message
+    assert str(raised.value) == python_message(message)  # the CLI's line, in the API's parameter names
     with pytest.raises(depinduce.ModelError) as raised:
         depinduce.load("right-branching").parse_file(dev, input_format="conllu", init=init)
-    assert str(raised.value) == cli_error("parse", "--model", "right-branching", "--input-format", "conllu",
-                                          "--init", str(init), str(dev))
+    assert str(raised.value) == python_message(cli_error("parse", "--model", "right-branching", "--input-format",
+                                                         "conllu", "--init", str(init), str(dev)))
     assert capsys.readouterr().out == ""
 
 
@@ -321,7 +321,7 @@ def test_errors_are_the_cli_messages(tmp_path: Path, monkeypatch: pytest.MonkeyP
         expected = cli_error(*args)
         with pytest.raises(depinduce.DepinduceError) as raised:
             call()
-        assert str(raised.value) == expected
+        assert str(raised.value) == python_message(expected)
     assert capsys.readouterr().out == ""
 
 

@@ -279,7 +279,8 @@ def test_train_force_on_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
     (tmp_path / "mine" / "notes.txt").write_text("my notes\n")
     line = one_line(run(["train", "--model", "structformer", "--data", str(data), "--out", "mine", "--force"],
                         tmp_path))
-    assert line == "mine: not a run directory (no config.yaml); --force replaces runs only, so choose another --out"
+    assert line == ("mine: not a run depinduce wrote (no depinduce manifest.json); --force replaces only a run "
+                    "depinduce wrote, so choose another --out or move the folder away yourself")
     assert snapshot(tmp_path / "mine") == {"notes.txt": b"my notes\n"}
 
 

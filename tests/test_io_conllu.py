@@ -106,7 +106,8 @@ def test_parse_output_keeps_every_column_but_head_and_deprel(ewt_dir, tmp_path):
     path = _ewt_slice(ewt_dir, tmp_path, n=60)
     sentences = read_sentences(path)
     before = [[dict(t) for t in s.source] for s in sentences]
-    for s in sentences:  # what `depinduce parse --input-format conllu` does: new heads, no labels
+    for s in sentences:  # the writer's part of `parse --input-format conllu`: new heads, no labels (parse also
+        # drops the input's enhanced graph first: tests/test_parse_cli.py)
         s.heads = _chain(len(s.words))
         s.deprels = None
     out = tmp_path / "parsed.conllu"

@@ -180,3 +180,23 @@ def test_bad_input_is_one_line_exit_2(args, stdin, message) -> None:
 def test_run_dir_without_config_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["parse", "--model", str(tmp_path), "-"], input="a b\n")
     assert result.exit_code == 2 and "not a run directory" in result.stderr
+
+
+def test_full_ud_writes_no_enhanced_graph_of_the_input(ewt_dir: Path, tmp_path: Path) -> None:
+    """DEPS and empty nodes are the gold's enhanced graph, which no model predicts: --full-ud leaves them out
+    (DEPS '_'), keeping comments and multiword tokens, and still passes the UD validator."""
+    blocks = (ewt_dir / "en_ewt-ud-dev.conllu").read_text(encoding="utf-8").split("\n\n")
+    chosen = [b for b in blocks if re.search(r"^\d+\.\d+\t", b, re.M)][:3] + blocks[:20]
+    gold = tmp_path / "gold.conllu"
+    gold.write_text("\n\n".join(chosen) + "\n\n", encoding="utf-8")
+    assert any(line.split("\t")[8] != "_" for line in gold.read_text().splitlines() if line.count("\t") == 9)
+    result = run(["parse", "--model", "right-branching", "--input-format", "conllu", "--full-ud", "--quiet", str(gold)])
+    assert result.exit_code == 0, result.stderr
+    rows = [line.split("\t") for line in result.stdout.splitlines() if line and not line.startswith("#")]
+    assert rows and all(r[8] == "_" for r in rows)
+    assert not any(re.fullmatch(r"\d+\.\d+", r[0]) for r in rows)
+    assert any(re.fullmatch(r"\d+-\d+", r[0]) for r in rows)
+    pred = tmp_path / "pred.conllu"
+    pred.write_text(result.stdout, encoding="utf-8")
+    check = udvalidate(pred)
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -85,12 +85,14 @@ def test_gold_marks_exactly_the_wrong_arcs() -> None:
     gold = barks()
     pred = barks(heads=[3, 3, 0, 2], deprels=["det", "obj", "root", "punct"])
     marks = compare(pred, gold)
-    assert marks.wrong_heads == {1, 4} and marks.wrong_labels == {2}
+    # '.' (UPOS PUNCT) is not scored, as in eval: its wrong head is no error, and its arc is dim
+    assert marks.wrong_heads == {1} and marks.wrong_labels == {2} and marks.unscored == {4}
     svg = sentence_svg(pred, marks)
     predicted = [g for g in groups(svg, "arc") if "gold" not in g.get("class").split()]
-    assert sorted(int(g.get("data-dep")) for g in predicted if "wrong" in g.get("class").split()) == [1, 4]
+    assert sorted(int(g.get("data-dep")) for g in predicted if "wrong" in g.get("class").split()) == [1]
+    assert [int(g.get("data-dep")) for g in predicted if "punct" in g.get("class").split()] == [4]
     gold_arcs = groups(svg, "gold")
-    assert sorted((int(g.get("data-head")), int(g.get("data-dep"))) for g in gold_arcs) == [(2, 1), (3, 4)]
+    assert sorted((int(g.get("data-head")), int(g.get("data-dep"))) for g in gold_arcs) == [(2, 1)]
     wrong_labels = [t.text for t in ET.fromstring(svg).iter(f"{SVG}text") if "wrong-label" in t.get("class", "")]
     assert wrong_labels == ["obj"]
     # a correct prediction has nothing marked
@@ -148,16 +150,17 @@ The  dog  barks   .
 det nsubj root  punct
 """
 
+# '.' is not scored (as in eval): its wrong head is neither counted nor marked
 THE_DOG_GOLD = """\
-# 1: The dog barks . (2 of 4 heads wrong)
+# 1: The dog barks . (1 of 3 heads wrong)
              ROOT
-         ┌────┼──────┐
-  ┌──────┼───┐│      │
-  │     ┌┼───┤│      │
-  ▼     ▼│   │▼      ▼
- The   dog  barks    .
- det  nsubj root   punct
-✗→dog             ✗→barks
+         ┌────┼─────┐
+  ┌──────┼───┐│     │
+  │     ┌┼───┤│     │
+  ▼     ▼│   │▼     ▼
+ The   dog  barks   .
+ det  nsubj root  punct
+✗→dog
 """
 
 
@@ -196,7 +199,7 @@ def test_text_colours_only_when_asked() -> None:
     pred = barks(heads=[3, 3, 0, 2])
     plain = sentences_text([pred], [compare(pred, barks())])
     coloured = sentences_text([pred], [compare(pred, barks())], color=True)
-    assert "\x1b[" not in plain and "\x1b[31m" in coloured and "\x1b[2m" not in coloured  # '.' is wrong, not dim
+    assert "\x1b[" not in plain and "\x1b[31m" in coloured and "\x1b[2m" in coloured  # '.' is unscored: dim
     assert "\x1b[2m" in sentences_text([barks()], color=True)  # the punctuation arc, dim
 
 
@@ -222,11 +225,12 @@ def test_show_refuses_a_gold_over_other_tokens(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["show", str(pred), "--gold", str(gold)])
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
-    assert lines == [f"{pred}:7: sentence 2: token 2 is 'dog' but 'cat' in the gold ({gold})"]
+    assert lines == [f"{pred}:7: sentence 2: token 2 is 'dog' in the prediction but 'cat' in the gold ({gold})"]
     short = write_conllu(tmp_path / "short.conllu", [barks()])
     result = CliRunner().invoke(cli, ["show", str(pred), "--gold", str(short)])
     assert result.exit_code == 2 and result.output == (
-        f"{pred}:6: {pred} has 2 sentences but {short} has 1; they are compared sentence by sentence\n")
+        f"{pred}:6: sentence 2 has no counterpart in {short}: {short} has 1 sentences but {pred} has 2; a "
+        "prediction needs exactly one sentence per gold sentence\n")
 
 
 def test_show_writes_an_html_page(tmp_path: Path) -> None:
@@ -235,7 +239,7 @@ def test_show_writes_an_html_page(tmp_path: Path) -> None:
     result = run_cli("show", str(pred), "--gold", str(pred), "--html", str(out), "--sentence", "2")
     assert result.exit_code == 0 and result.output == ""
     page = out.read_text(encoding="utf-8")
-    assert page.count("<figure") == 1 and "2: The dog barks . (0 of 4 heads wrong)" in page
+    assert page.count("<figure") == 1 and "2: The dog barks . (0 of 3 heads wrong)" in page
 
 
 # ------------------------------------------------------------------------------------------------ parse
@@ -325,3 +329,68 @@ def test_every_token_is_rendered_by_a_real_browser(ptb: Path, tmp_path: Path) ->
     blank = [(k, word) for k, figure in enumerate(rendered.figures, start=1)
              for word, width in figure if width is None or width <= 0]
     assert not blank, f"tokens the browser drew with no width: {blank[:5]}"
+
+
+def _first_with_words(path: Path, n: int) -> int:
+    return next(k for k, s in enumerate(read_sentences(path), start=1) if len(s.words) == n)
+
+
+def test_show_wraps_a_long_sentence_to_the_width(ptb: Path) -> None:
+    from depinduce.pictures.figures import display_width
+
+    number = _first_with_words(ptb / "test.conllu", 48)
+    words = read_sentences(ptb / "test.conllu")[number - 1].words
+    whole = run_cli("show", str(ptb / "test.conllu"), "--sentence", str(number), "--no-color")
+    assert whole.exit_code == 0 and max(display_width(line) for line in whole.stdout.splitlines()[1:]) > 120
+    wrapped = run_cli("show", str(ptb / "test.conllu"), "--sentence", str(number), "--width", "120", "--no-color")
+    assert wrapped.exit_code == 0, wrapped.output
+    lines = wrapped.stdout.splitlines()[1:]  # the caption is one line of text, not a picture
+    assert max(display_width(line) for line in lines) <= 120
+    pieces = [line for line in lines if line.startswith("… words ")]
+    assert len(pieces) >= 3 and pieces[0].startswith("… words 1-") and pieces[-1].endswith(f"of {len(words)}")
+    # every word is drawn once, in order, across the pieces
+    drawn = [w for line in lines if not line.startswith("… words ") for w in line.split()]
+    position = 0
+    for word in words:
+        position = drawn.index(word, position) + 1
+
+
+def test_show_writes_one_svg_per_sentence_into_a_new_folder(ptb: Path, tmp_path: Path) -> None:
+    sample = tmp_path / "three.conllu"
+    sample.write_text("\n\n".join((ptb / "test.conllu").read_text().split("\n\n")[:3]) + "\n\n")
+    out = tmp_path / "svgs"
+    result = run_cli("show", str(sample), "--format", "svg", "--out-dir", str(out))
+    assert result.exit_code == 0, result.output
+    files = sorted(out.iterdir())
+    assert [f.name for f in files] == ["sentence-0001.svg", "sentence-0002.svg", "sentence-0003.svg"]
+    for path, sentence in zip(files, read_sentences(sample)):
+        root = ET.fromstring(path.read_text())
+        words = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text") if t.get("class") == "word"]
+        assert words == sentence.words and root.get("viewBox")
+    again = run_cli("show", str(sample), "--format", "svg", "--out-dir", str(out))
+    assert again.exit_code == 2 and "--force" in again.output and "Traceback" not in again.output
+    only = run_cli("show", str(sample), "--format", "svg", "--out-dir", str(out), "--force", "--sentence", "2")
+    assert only.exit_code == 0 and len(list(out.iterdir())) == 3
+    missing = run_cli("show", str(sample), "--format", "svg")
+    assert missing.exit_code == 2 and "--out-dir" in missing.output
+
+
+def test_a_48_word_sentence_fits_the_window_and_hovering_highlights_its_arcs(ptb: Path, tmp_path: Path) -> None:
+    import re
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("needs headless Chromium (Debian package 'chromium') to render the page; it is not on PATH")
+    number = _first_with_words(ptb / "test.conllu", 48)
+    page = tmp_path / "long.html"
+    result = run_cli("show", str(ptb / "test.conllu"), "--sentence", str(number), "--html", str(page))
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert "mouseenter" in text and not re.search(r"\b(src|href)=", text)  # inline only, nothing fetched
+    natural = float(re.search(r'<svg [^>]*width="(\d+)"', text).group(1))
+    assert natural > 1400
+    dom = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                          "--window-size=1400,900", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    rendered = float(re.search(r'data-rendered-width="(\d+)"', dom).group(1))
+    assert 0 < rendered <= 1400 - 40  # inside the window, margins and all

@@ -294,8 +294,14 @@ def test_existing_output_needs_force(ldc_tree: Path, tmp_path: Path) -> None:
     result = run("--ptb-dir", str(ldc_tree), "--out", str(out))
     assert isinstance(result.exception, DepinduceError) and "--force" in str(result.exception)
     assert (out / "keep.txt").read_text() == "mine"
+    # --force replaces only a dataset depinduce wrote: a folder of the user's is refused even then (issue 46)
+    result = run("--ptb-dir", str(ldc_tree), "--out", str(out), "--force")
+    assert isinstance(result.exception, DepinduceError) and "not a dataset depinduce wrote" in str(result.exception)
+    assert (out / "keep.txt").read_text() == "mine"
+    (out / "keep.txt").unlink()
     assert run("--ptb-dir", str(ldc_tree), "--out", str(out), "--force").exit_code == 0
-    assert not (out / "keep.txt").exists() and (out / "manifest.json").exists()
+    assert run("--ptb-dir", str(ldc_tree), "--out", str(out), "--force").exit_code == 0
+    assert (out / "manifest.json").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "wsj"]
 
 

@@ -185,7 +185,8 @@ def test_grouping_splits_recipes_and_skips_unfinished_runs(two_seeds: tuple[Path
     assert groups[0]["label"] == "tiny-mlm (lr=0.01)" and groups[1]["label"] == "tiny-mlm (lr=0.005)"
     assert groups[1]["metrics"]["dda"]["sd"] is None  # n = 1: no sd
     table = _invoke("report", str(runs), str(other))
-    assert "± –" in table
+    lone = next(line for line in table.splitlines() if line.startswith("tiny-mlm (lr=0.005)") and " DDA " in line)
+    assert "± –" not in table and "±" not in lone.split(" DDA ")[1].split()[1]  # a single run: its value alone
 
 
 def test_plot_writes_learning_curves(two_seeds: tuple[Path, Path], tmp_path: Path) -> None:
@@ -264,3 +265,91 @@ def test_the_papers_figure_stands_beside_ours_marked_as_the_papers(two_seeds: tu
     assert "36.20 ± 0.10 (paper)" in dda and "A paper, Table 9 (UAS)" in table
     [group] = json.loads(_invoke("report", str(runs), "--format", "json"))["groups"]
     assert group["paper"]["dda"]["value"] == 36.2 and group["paper"]["dda"]["source"] == figure.source
+
+
+def _table_lines(text: str) -> list[str]:
+    return text.split("\n\n", 1)[0].splitlines()
+
+
+def test_wide_layout_short_labels_and_notes_grouped_by_protocol(two_seeds: tuple[Path, Path]) -> None:
+    data, runs = two_seeds
+    [group] = json.loads(_invoke("report", str(runs), "--format", "json"))["groups"]
+    wide = _invoke("report", str(runs), "--layout", "wide")
+    header, _, row, *_ = _table_lines(wide)
+    assert header.split()[:4] == ["model", "n", "DDA", "UDA"] and "perplexity" in header
+    for metric in METRICS:  # models x metrics: one row holds every metric's mean ± sd
+        stat = group["metrics"][metric]
+        assert f"{stat['mean']:.2f} ± {stat['sd']:.2f}" in row
+    # the test file is named by its stem, or by --label; never by its absolute path
+    long_table = _table_lines(_invoke("report", str(runs)))
+    assert all(line.split()[1] == "test" for line in long_table[2:]) and str(data) not in "\n".join(long_table)
+    labelled = _invoke("report", str(runs), "--test", str(data / "test.conllu"), "--label", "WSJ23",
+                       "--test", str(data / "dev.conllu"), "--label", "dev", "--layout", "wide")
+    assert [line.split()[1] for line in _table_lines(labelled)[2:]] == ["WSJ23", "dev"]
+    bad = CliRunner().invoke(cli, ["report", str(runs), "--test", str(data / "test.conllu"), "--label", "a",
+                                   "--label", "b"])
+    assert bad.exit_code == 2 and "--label" in bad.output and "Traceback" not in bad.output
+    # a single run shows its value, not "± –"
+    single = _table_lines(_invoke("report", str(runs / "seed-0"), "--layout", "wide"))
+    assert "±" not in single[2] and "–" not in single[2]
+    # the protocol grouped: every dependency line together, then every UF1 line
+    blocks = {part.split("\n", 1)[0]: part for part in wide.split("\n\n")[1:]}
+    dependency, uf1 = blocks["Dependency protocol (DDA, UDA, LAS):"], blocks["UF1 protocol (constituency):"]
+    assert "DDA (= UAS)" in dependency and "UF1" not in dependency
+    assert "UF1 sentence-level" in uf1 and "UF1 evaluation: " in uf1 and "DDA (= UAS)" not in uf1
+    assert list(blocks)[:2] == ["Dependency protocol (DDA, UDA, LAS):", "UF1 protocol (constituency):"]
+    assert "sample standard deviation" in blocks["Notes:"]
+    bare = _invoke("report", str(runs), "--layout", "wide", "--no-notes", "--format", "markdown")
+    assert bare.count("\n") == 3 and "protocol" not in bare
+
+
+def test_latex_is_ascii_and_compiles_within_a_papers_text_width(two_seeds: tuple[Path, Path],
+                                                                 tmp_path: Path) -> None:
+    import re
+    import subprocess
+
+    _, runs = two_seeds
+    for layout in ("long", "wide"):
+        latex = _invoke("report", str(runs), "--format", "latex", "--layout", layout)
+        assert latex.isascii() and r"$\cap$" in latex  # UDA's "∩" typeset, not passed to pdflatex raw
+        unescaped = re.sub(r"\\[{}]", "", latex)
+        depth = 0
+        for ch in unescaped:
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            assert depth >= 0
+        assert depth == 0
+        assert str(runs.parent / "data") not in latex.split(r"\end{tabular}")[0]  # no absolute test path
+        if shutil.which("pdflatex") is None:
+            continue
+        (tmp_path / "table.tex").write_text(latex)
+        (tmp_path / "doc.tex").write_text(
+            "\\documentclass{article}\n\\IfFileExists{booktabs.sty}{\\usepackage{booktabs}}"
+            "{\\newcommand\\toprule{\\hline}\\newcommand\\midrule{\\hline}\\newcommand\\bottomrule{\\hline}}\n"
+            "\\setlength{\\textwidth}{455pt}\n\\begin{document}\n\\input{table.tex}\n\\end{document}\n")
+        done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout[-2000:]
+        log = (tmp_path / "doc.log").read_text(errors="replace")
+        table_overfull = [line for line in log.splitlines() if line.startswith("Overfull \\hbox")
+                          and "lines 1--" in line]
+        assert table_overfull == [], table_overfull
+
+
+def test_plot_titles_axes_in_words_embeds_truetype_and_defaults_to_a_dev_metric(two_seeds: tuple[Path, Path],
+                                                                                 tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    _, runs = two_seeds
+    svg = tmp_path / "curves.svg"
+    result = CliRunner().invoke(cli, ["report", str(runs), "--plot", str(svg), "--x", "tokens"])
+    assert result.exit_code == 0, result.output
+    text = svg.read_text()
+    assert "dev UDA (%)" in text and "training tokens seen" in text and "dev_uda" not in text
+    pdf = tmp_path / "curves.pdf"
+    assert CliRunner().invoke(cli, ["report", str(runs), "--plot", str(pdf), "--x", "minutes"]).exit_code == 0
+    assert b"/CIDFontType2" in pdf.read_bytes() and b"/Type3" not in pdf.read_bytes()  # TrueType, not Type 3
+    # runs that selected by training loss (another backend's scale) are still plotted on a dev metric
+    for seed in ("seed-0", "seed-1"):
+        path = runs / seed / "metrics.jsonl"
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        path.write_text("".join(json.dumps({**r, "select": "train_loss"}) + "\n" for r in records))
+    assert build_report([runs]).plot(tmp_path / "c.png") == "dev_uda"

@@ -29,6 +29,13 @@ def _quiet(_: str) -> None:
     pass
 
 
+@pytest.fixture
+def warm_imports() -> None:
+    """The first optimiser of a process imports torch._dynamo (seconds on a busy machine, inside the run's budget):
+    done before a time-budget test, so its few seconds measure training, not that import."""
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+
+
 # ------------------------------------------------------------------------------------------------ batching
 
 
@@ -110,7 +117,7 @@ def test_early_stopping_after_patience_evaluations(tmp_path: Path, tiny_plugin: 
 
 
 def test_max_time_stops_cleanly_with_an_evaluation_and_a_checkpoint(tmp_path: Path, tiny_plugin: Path,
-                                                                    one_thread) -> None:
+                                                                    one_thread, warm_imports) -> None:
     data = make_data(tmp_path / "data", n_train=120, n_dev=10, gold_dev=False)
     run = tmp_path / "run"
     budget_minutes = 0.05  # 3 s; 20 epochs would take far longer at 0.05 s per step
@@ -127,6 +134,43 @@ def test_max_time_stops_cleanly_with_an_evaluation_and_a_checkpoint(tmp_path: Pa
     resumed = train(TrainOptions(data_dir=data, run_dir=run, resume=True, quiet=True, max_time=0.02),
                     log=_quiet)
     assert resumed.step > result.step
+
+
+def test_a_slow_first_step_does_not_spend_the_time_budget(tmp_path: Path, tiny_plugin: Path, one_thread,
+                                                          warm_imports) -> None:
+    """Issue 44: the time kept back for the final evaluation was estimated from the first step's speed, warm-up
+    included, so a 1-minute budget trained one step.  The estimate comes from the warm steps now."""
+    data = make_data(tmp_path / "data", n_train=120, n_dev=80, gold_dev=False)
+    run = tmp_path / "run"
+    budget_minutes = 0.1  # 6 s; a 2-s first step gave an estimate of 25 s for an evaluation of 0.1 s
+    started = time.monotonic()
+    result = train(TrainOptions(data_dir=data, run_dir=run, model="tiny-mlm", quiet=True, max_time=budget_minutes,
+                                overrides=("epochs=100", "batch_tokens=100", "sleep=0.02", "first_sleep=2")),
+                   log=_quiet)
+    elapsed = time.monotonic() - started
+    assert result.reason == "max_time" and result.step >= 40
+    assert 0.75 * budget_minutes * 60 <= elapsed < budget_minutes * 60 + 1.0  # most of the budget, inside it
+    assert _metrics(run)[-1]["train_s"] >= 0.5 * budget_minutes * 60
+
+
+def test_the_time_kept_for_the_final_evaluation_is_at_most_a_quarter_of_the_budget(
+        tmp_path: Path, tiny_plugin: Path, one_thread, warm_imports) -> None:
+    """An evaluation expected to outlast the budget (a large dev set, slow steps) still leaves three quarters of
+    the budget to training; the run says it will end late instead of training one step."""
+    from depinduce.training.engine import RESERVE_SHARE
+
+    data = make_data(tmp_path / "data", n_train=400, n_dev=300, gold_dev=False)
+    messages: list[str] = []
+    budget_minutes = 0.1  # 6 s; 2 x 2,000 dev tokens at 500 tokens/s: about 8 s expected for the evaluation
+    started = time.monotonic()
+    result = train(TrainOptions(data_dir=data, run_dir=tmp_path / "run", model="tiny-mlm", max_time=budget_minutes,
+                                overrides=("epochs=100", "batch_tokens=100", "sleep=0.2")), log=messages.append)
+    elapsed = time.monotonic() - started
+    assert result.reason == "max_time" and result.epoch == 0 and result.step >= 15
+    assert elapsed >= (1 - RESERVE_SHARE) * budget_minutes * 60 - 0.5
+    late = [m for m in messages if m.startswith("note: the final evaluation")]
+    assert len(late) == 1 and "(25% of the 0.1-minute budget) kept back" in late[0], late
+    assert "the run ends about" in late[0]
 
 
 def test_max_tokens_stops_at_the_first_step_that_reaches_the_budget_over_the_whole_run(

@@ -195,6 +195,38 @@ def test_no_gates_equals_a_gate_fixed_at_one() -> None:
     assert torch.allclose(gated(x, m, pair_directions(6)), ungated(x, m, pair_directions(6)), atol=1e-6)
 
 
+def test_graph_floor_gives_the_authors_log_space_weights() -> None:
+    """``graph_floor: 1e-6``: the authors' a = exp(log_softmax_k(s) + log(m + 1e-6)) with padding keys zeroed,
+    written out on a hand-built batch (a 3-word and a 2-word sentence); the default weights by m alone."""
+    tokens, mask = batch_of([5, 6, 7], [8, 9])
+    floored, plain = (tiny_model(graph_floor=g).double().eval() for g in (1e-6, 0.0))
+    m = undirected_mask(floored.head_distribution(tokens, mask))
+    assert torch.equal(plain.graph(tokens, mask), m)
+    graph = floored.graph(tokens, mask)
+    assert torch.allclose(graph[1, :, :2], m[1, :, :2] + 1e-6, rtol=0, atol=1e-15)  # the diagonal too
+    assert graph[1, 0, 0] == 1e-6 and torch.all(graph[1, :, 2] == 0)  # padding keys pass nothing
+    layer = floored.layers[0]
+    x = floored.embedding(tokens)
+    parts = (x @ layer.project.weight.T + layer.project.bias).view(2, 3, 4, 4, 6)  # (B, T, q/k/v/g, N, d)
+    q, k, v, g = parts.unbind(2)
+    s = torch.einsum("bihd,bjhd->bijh", q, k)
+    s = s + torch.stack([torch.ones(3, 3).tril(-1), torch.ones(3, 3).triu(1)], -1).double() @ layer.direction_bias.T
+    a = (torch.log_softmax(s * 6**-0.5, dim=-1) + (m + 1e-6).log()[..., None]).exp()
+    a = a.masked_fill(~mask[:, None, :, None], 0.0)
+    o = torch.einsum("bijh,bjhd->bihd", a, torch.tanh(v)) * torch.sigmoid(g)
+    want = x + o.reshape(2, 3, -1) @ layer.out.weight.T + layer.out.bias
+    got = layer(x, graph, pair_directions(3))
+    assert torch.allclose(got[mask], want[mask], rtol=0, atol=1e-14)
+
+
+def test_float64_model_keeps_float64_head_scores() -> None:
+    """No float32 cast inside a float64 model: the parser's logits, p and the parse scores stay float64."""
+    model = tiny_model().double()
+    tokens, mask = batch_of([5, 6, 7], [8, 9])
+    assert model.parser.logits(tokens, mask).dtype == F64 and model.head_distribution(tokens, mask).dtype == F64
+    assert all(s.heads.dtype == F64 for s in model.score_tensors(tokens, mask))
+
+
 def test_relative_bias_favours_a_head_in_one_direction_only() -> None:
     torch.manual_seed(0)
     layer = DGNLayer(8, 3, 4, 0.0, 0.0)
@@ -500,6 +532,7 @@ def test_config_errors_are_one_line() -> None:
         ({"gates": "no"}, "gates must be true or false"),
         ({"dgn_dropout": "thrice"}, "dgn_dropout must be one of twice, once, not 'thrice'"),
         ({"init": "kaiming"}, "init must be one of authors, depinduce, not 'kaiming'"),
+        ({"graph_floor": -1e-6}, "graph_floor must be in [0, 1)"),
     ):
         with pytest.raises(DepinduceError) as caught:
             UDGNConfig(**values)
@@ -513,6 +546,7 @@ def test_config_errors_are_one_line() -> None:
     assert (defaults.parser_layers, defaults.parser_hidden_size, defaults.dropout, defaults.dropatt) == (3, 512, 0.2,
                                                                                                          0.1)
     assert (defaults.dgn_dropout, defaults.init) == ("twice", "authors")  # the authors' code
+    assert defaults.graph_floor == 0.0  # equation 11 (the authors' 1e-6: the paper recipe)
 
 
 @pytest.mark.parametrize("name", ["udgn-ptb.yaml", "udgn-ptb-cpu.yaml", "udgn-ud-cpu.yaml"])
@@ -525,6 +559,7 @@ def test_recipes_load(name: str) -> None:
         assert config.model_config["n_layers"] == 8 and config.model_config["head_size"] == 128
         assert (config.train.lr, config.train.clip, config.train.select) == (1e-3, 0.25, "dev_ppl")
         assert (config.model_config["dgn_dropout"], config.model_config["init"]) == ("twice", "authors")
+        assert config.model_config["graph_floor"] == 1e-6  # the authors' log(m + 1e-6)
         assert config.train.decoder == "udgn-tree"  # the paper's DDA
     else:
         assert config.train.select == "dev_uda"

@@ -2,7 +2,8 @@
 synthetic data folder in the layout ``depinduce preprocess`` writes.
 
 The backend is deliberately small (a few thousand parameters) so whole training runs take a second; its
-``sleep`` option slows each training step so a test can kill a run in the middle of an epoch.
+``sleep`` option slows each training step so a test can kill a run in the middle of an epoch; ``first_sleep`` and
+``parse_sleep`` make a slow warm-up and a slow dev evaluation for the time-budget tests.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class TinyConfig:
     hidden: int = 16
     dropout: float = 0.1
     sleep: float = 0.0  # seconds per training forward pass (lets a test kill a run mid-epoch)
+    first_sleep: float = 0.0  # seconds more for the first training forward pass (a slow warm-up)
+    parse_sleep: float = 0.0  # seconds per parsing batch (a slow dev evaluation)
 
 
 class TinyMLM(MaskedLMBackend):
@@ -59,6 +62,7 @@ class TinyMLM(MaskedLMBackend):
         self.root = nn.Linear(h, 1)
         self.norm = nn.LayerNorm(h)
         self.drop = nn.Dropout(config.dropout)
+        self.warmed_up = False
 
     def _attention_scores(self, tokens: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = self.embed(tokens) * mask.unsqueeze(-1)
@@ -72,6 +76,9 @@ class TinyMLM(MaskedLMBackend):
     def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if self.training and self.config.sleep:
             time.sleep(self.config.sleep)
+        if self.training and self.config.first_sleep and not self.warmed_up:
+            time.sleep(self.config.first_sleep)
+            self.warmed_up = True
         h, scores = self._attention_scores(tokens, mask)
         h = h + torch.softmax(scores, dim=-1) @ h * torch.sigmoid(self.root(h))
         return self.norm(self.drop(h))
@@ -80,6 +87,7 @@ class TinyMLM(MaskedLMBackend):
         return hidden @ self.embed.weight.t()
 
     def score_tensors(self, tokens: torch.Tensor, mask: torch.Tensor) -> list[ParseScores]:
+        time.sleep(self.config.parse_sleep)
         h, scores = self._attention_scores(tokens, mask)
         root = self.root(h).squeeze(-1)
         out = []

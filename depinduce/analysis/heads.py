@@ -25,7 +25,9 @@ import torch
 
 from depinduce.data.punct import sentence_punct_mask
 from depinduce.structures.sentence import Sentence
+from depinduce.display import csv_cell
 from depinduce.errors import ResourceError, UsageError
+from depinduce.io.outputs import written_file
 from depinduce.metrics.dependency import universal_label
 from depinduce.structures.dependency import reattach
 
@@ -73,15 +75,13 @@ class HeadLabelCorrelation:
         column = int(torch.nan_to_num(values, nan=-math.inf).argmax())
         return self.heads[column], float(values[column])
 
-    def write_csv(self, path: Path) -> None:
-        try:
-            with path.open("w", newline="", encoding="utf-8") as handle:
-                writer = csv.writer(handle)
-                writer.writerow(["label", "edges"] + [head_name(h) for h in self.heads])
-                for label, count, row in zip(self.labels, self.counts, self.matrix.tolist()):
-                    writer.writerow([label, count] + ["nan" if math.isnan(v) else f"{v:.6f}" for v in row])
-        except OSError as exc:
-            raise ResourceError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    def write_csv(self, path: Path, *, force: bool = False) -> None:
+        """The full matrix as CSV (labels made formula-safe), written by the output policy."""
+        with written_file(path, force) as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["label", "edges"] + [head_name(h) for h in self.heads])
+            for label, count, row in zip(self.labels, self.counts, self.matrix.tolist()):
+                writer.writerow([csv_cell(label), count] + ["nan" if math.isnan(v) else f"{v:.6f}" for v in row])
 
 
 def head_name(head: tuple[int, int]) -> str:
@@ -150,7 +150,7 @@ def edge_features(model: Any, sentences: Sequence[Sentence], *, direction: str, 
     return torch.cat(features), labels, heads
 
 
-def save_heatmap(result: HeadLabelCorrelation, path: Path) -> None:
+def save_heatmap(result: HeadLabelCorrelation, path: Path, *, force: bool = False) -> None:
     """A labels × heads heat map of the correlations (PNG, SVG or PDF by the file's suffix), as the paper's
     appendix A.2 draws them: labels from the most frequent down, heads grouped by layer."""
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
@@ -172,5 +172,8 @@ def save_heatmap(result: HeadLabelCorrelation, path: Path) -> None:
                    f"{result.edges:,} edges)", fontsize=9)
     figure.colorbar(image, ax=axes, fraction=0.04)
     figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
+    try:
+        with written_file(path, force) as stream:
+            figure.savefig(stream, format=path.suffix.lower()[1:])
+    finally:
+        plt.close(figure)

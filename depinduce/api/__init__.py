@@ -1,4 +1,5 @@
-"""The Python API: the same ``parse``, ``eval`` and ``train`` as the command line, for notebooks and scripts.
+"""The Python API: the same ``parse``, ``eval``, ``train`` and the other commands as the command line, for notebooks
+and scripts (``report`` is :func:`depinduce.report.command.report_runs`, a layer above).
 
 Each function here is the one implementation its command uses (or shares every step with), so a number from a
 notebook is the number the CLI prints.  Errors are :class:`~depinduce.errors.DepinduceError` with the CLI's
@@ -20,6 +21,17 @@ _EXPORTS: dict[str, str] = {
     "evaluate": "depinduce.api.scoring",
     "Evaluation": "depinduce.api.scoring",
     "train": "depinduce.api.training",
+    "convert": "depinduce.api.conversion",
+    "list_runs": "depinduce.api.runs",
+    "Predictions": "depinduce.api.results",
+    "Token": "depinduce.api.results",
+    "list_models": "depinduce.api.commands",
+    "preprocess": "depinduce.api.commands",
+    "perplexity": "depinduce.api.commands",
+    "analyze_heads": "depinduce.api.analysis",
+    "analyze_channels": "depinduce.api.analysis",
+    "HeadAnalysis": "depinduce.api.analysis",
+    "ChannelAnalysis": "depinduce.api.analysis",
 }
 
 __all__ = sorted(_EXPORTS)

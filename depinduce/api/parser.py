@@ -9,34 +9,37 @@ parsed by :func:`depinduce.parsing.parse` in the same batches — so the output 
 from __future__ import annotations
 
 import copy
-import io
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 from itertools import islice
 from os import PathLike
-from typing import Any, TextIO, Union
+from pathlib import Path
+from typing import Any, Union
 
 import conllu.models
-from nltk import Tree
 from tqdm import tqdm
 
 from depinduce.structures.sentence import Sentence
-from depinduce.errors import InputError, ResourceError, UsageError
-from depinduce.io import read_sentences, write_sentences
-from depinduce.io.brackets import tree_to_brackets
+from depinduce.errors import InputError, UsageError
+from depinduce.io import read_sentences
 from depinduce.io.conllu_format import parse_conllu_text
 from depinduce.io.initial_graphs import InitialGraph, initial_graph, read_initial_parse
 from depinduce.io.lines import display_name
 from depinduce.models.base import Backend
 from depinduce.models.bundled import default_model_choice
 from depinduce.models.registry import load_model
-from depinduce.pictures.figures import write_html, write_svg
+from depinduce.api.checks import check_types, checked_record
+from depinduce.api.words import python_words
+from depinduce.api.results import ParsedSentence, Predictions, Token, write
+from depinduce.api.scoring import Evaluation, corpus_sentences, evaluate
+from depinduce.training.outcome import RunOutcome, run_outcome
 from depinduce.parsing import (
     DEFAULT_MAX_WORDS,
-    PICTURE_FORMATS,
     ParseRequest,
+    check_probs,
     check_refines,
     check_request,
     check_whole_sentence_input,
@@ -61,84 +64,30 @@ InitInput = Union[None, str, "PathLike[str]", Iterable[Any]]
 _EVERYTHING = "jsonl"
 
 
-@dataclass
-class ParsedSentence:
-    """One parsed sentence: words, heads (1-based, 0 = root), relations and, where there is one, a tree.
-
-    ``sentence`` is the pipeline's own record, which every depinduce writer and :func:`depinduce.evaluate`
-    take; ``ordinal`` is its 1-based position in the input (what the CLI's writers name in their errors).
-    """
-
-    sentence: Sentence
-    ordinal: int = 1
-
-    @property
-    def words(self) -> list[str]:
-        return self.sentence.words
-
-    @property
-    def heads(self) -> list[int] | None:
-        return self.sentence.heads
-
-    @property
-    def relations(self) -> list[str] | None:
-        return self.sentence.deprels
-
-    @property
-    def tree(self) -> Tree | None:
-        return self.sentence.tree
-
-    def to_conllu(self, *, full_ud: bool = False) -> str:
-        """The CoNLL-U block ``depinduce parse`` writes for this sentence (``full_ud``: as with ``--full-ud``)."""
-        if self.sentence.heads is None:
-            raise UsageError(f"sentence {self.ordinal}: the model gave no dependency heads to write as "
-                                 "CoNLL-U; use to_brackets()")
-        return _written([self], "conllu-ud" if full_ud else "conllu")
-
-    def to_brackets(self) -> str:
-        """The bracketed tree (one line, no newline), as ``depinduce parse --format brackets`` writes it."""
-        if self.sentence.tree is None:
-            raise UsageError(f"sentence {self.ordinal}: has no constituency tree to write as brackets")
-        return tree_to_brackets(self.sentence.tree)
-
-    def __str__(self) -> str:
-        return self.to_conllu() if self.sentence.heads is not None else self.to_brackets()
-
-
-def _written(parsed: Iterable[ParsedSentence], fmt: str) -> str:
-    stream = io.StringIO()
-    write(parsed, stream, fmt)
-    return stream.getvalue()
-
-
-def write(parsed: Iterable[ParsedSentence | Sentence], target: str | PathLike[str] | TextIO,
-          fmt: str = "conllu") -> int:
-    """Write parsed sentences to a stream or a file in ``fmt`` (``conllu``, ``conllu-ud`` for ``--full-ud``,
-    ``conllx``, ``brackets``, ``jsonl``, and the pictures ``html`` and ``svg``): exactly the text ``depinduce
-    parse --format FMT`` prints, because it is the same writer.  Returns how many sentences were written."""
-    sentences = (p.sentence if isinstance(p, ParsedSentence) else p for p in parsed)
-    if isinstance(target, (str, PathLike)):
-        try:
-            with open(target, "w", encoding="utf-8") as stream:
-                return _write(sentences, stream, fmt)
-        except OSError as exc:
-            raise ResourceError(f"{target}: cannot write ({exc.strerror or exc})") from exc
-    return _write(sentences, target, fmt)
-
-
-def _write(sentences: Iterable[Sentence], stream: TextIO, fmt: str) -> int:
-    if fmt in PICTURE_FORMATS:
-        return (write_html if fmt == "html" else write_svg)(sentences, stream)
-    return write_sentences(sentences, stream, fmt)
-
-
 class Parser:
     """A loaded model with the CLI's parse pipeline around it (see :func:`load`)."""
 
-    def __init__(self, backend: Backend, *, reason: str | None = None) -> None:
+    def __init__(self, backend: Backend, *, reason: str | None = None,
+                 run_dir: str | PathLike[str] | None = None) -> None:
         self.backend = backend
         # why this model was chosen when none was named (the line ``depinduce parse`` prints on stderr)
         self.reason = reason
+        self.run_dir = run_dir  # the training run the model was loaded from, if it was
+
+    @cached_property
+    def outcome(self) -> RunOutcome | None:
+        """For a training run: how it ended and how good its selected model is (None for other models); read
+        when first asked for (a run from before right-branching's scores were recorded has them measured)."""
+        return None if self.run_dir is None else run_outcome(self.run_dir)
+
+    @property
+    def notes(self) -> list[str]:
+        """What ``depinduce parse`` says on stderr about a training run before parsing with it: how the run ended
+        and its selected dev score beside right-branching's, and a warning line when the score is below."""
+        if self.outcome is None:
+            return []
+        warning = self.outcome.warning(", or parse with --model default (the bundled model)")
+        return [f"parse: {self.outcome.path}: {self.outcome.summary()}", *([warning] if warning else [])]
 
     @property
     def name(self) -> str:
@@ -152,39 +101,90 @@ class Parser:
     def __repr__(self) -> str:
         return f"<depinduce.Parser model={self.name!r} decoder={self.default_decoder!r}>"
 
+    @classmethod
+    @python_words
+    def load(cls, name_or_run_dir: str | PathLike[str] | None = None, device: str = "cpu", *, seed: int = 0,
+             channel: int | None = None, iterations: int | None = None) -> Parser:
+        """SuPar's spelling of :func:`load`."""
+        return load(name_or_run_dir, device, seed=seed, channel=channel, iterations=iterations)
+
+    @python_words
+    def predict(self, data: SentenceInput | Iterable[SentenceInput] | PathLike[str], *,
+                tokenized: bool | None = None, probs: bool = False, decoder: str | None = None,
+                input_format: str | None = None, batch_size: int = 32,
+                max_words: int | None = DEFAULT_MAX_WORDS, progress: bool = False,
+                init: InitInput = None) -> Predictions:
+        """Parse everything at once into a :class:`Predictions` list (``.save(path, fmt)``, ``.to_dataframe()``).
+
+        ``data``: what :meth:`parse` takes, or a ``pathlib.Path`` to a file — ``.conllu`` is read as CoNLL-U,
+        ``.txt`` as text, any other name needs ``input_format`` (``"text"`` or ``"conllu"``).  A string is always a
+        sentence, never a file name (one that names a file is refused).  ``tokenized`` as in :meth:`parse`."""
+        if isinstance(data, PathLike):
+            fmt_in = input_format or {".conllu": "conllu", ".txt": "text"}.get(Path(data).suffix.lower())
+            if fmt_in is None:
+                raise UsageError(f"input_format: say 'text' or 'conllu' for {os.fspath(data)}")
+            return Predictions(self.parse_file(data, input_format=fmt_in, decoder=decoder, batch_size=batch_size,
+                                               tokenized=bool(tokenized), max_words=max_words, progress=progress,
+                                               init=init, probs=probs))
+        if input_format is not None:
+            raise UsageError("input_format applies to a file (a pathlib.Path); in-memory data is read by its type")
+        if isinstance(data, str) and os.path.isfile(data) and not any(c.isspace() for c in data):
+            raise UsageError(f"data: {data!r} names a file; pass pathlib.Path({data!r}) to parse the file, or "
+                             f"[{data!r}] to parse the string as a sentence")
+        return Predictions(self.parse(data, tokenized=tokenized, probs=probs, decoder=decoder, batch_size=batch_size,
+                                      max_words=max_words, progress=progress, init=init, parameter="data"))
+
+    @python_words
+    def evaluate(self, gold: str | PathLike[str] | Iterable[Any], *, decoder: str | None = None,
+                 batch_size: int = 32, max_words: int | None = DEFAULT_MAX_WORDS, keep_punct: bool = False,
+                 max_length: int | None = None, punct_rule: str = "auto") -> Evaluation:
+        """Parse ``gold``'s sentences (a file in any format ``eval`` reads, or sentences) and score the parses
+        against it as ``depinduce eval`` does — the gold heads, labels and trees are never shown to the model."""
+        sentences, _ = corpus_sentences(gold, check_trees=True, role="gold")
+        fmt = "conllu" if self.backend.capabilities.dependency else "brackets"
+        bare = [replace(s, heads=None, deprels=None, tree=None, head_probs=None) for s in sentences]
+        predicted = [p.sentence for p in self.parse(bare, decoder=decoder, batch_size=batch_size,
+                                                    max_words=max_words, fmt=fmt)]
+        return evaluate(sentences, predicted, keep_punct=keep_punct, max_length=max_length, punct_rule=punct_rule)
+
+    @python_words
     def parse(self, inputs: SentenceInput | Iterable[SentenceInput], *, decoder: str | None = None,
-              batch_size: int = 32, tokenized: bool = False, max_words: int | None = DEFAULT_MAX_WORDS,
-              progress: bool = False, init: InitInput = None, fmt: str = _EVERYTHING) -> Iterator[ParsedSentence]:
+              batch_size: int = 32, tokenized: bool | None = None, max_words: int | None = DEFAULT_MAX_WORDS,
+              progress: bool = False, init: InitInput = None, fmt: str = _EVERYTHING,
+              probs: bool = False, parameter: str = "inputs") -> Iterator[ParsedSentence]:
         """Parse sentences, yielding each as soon as its batch is done (a large input streams).
 
         ``inputs``: one sentence or an iterable of them (see :data:`SentenceInput`); a string is one sentence,
-        whatever its length (one list of tokens alone must be wrapped: ``[tokens]``).  ``tokenized``: split
-        strings on whitespace only, as ``--tokenized``.  ``init`` (refining backends, as ``parse --init``):
+        whatever its length.  ``tokenized=True``: the input is already tokenised — strings are split on
+        whitespace only (as ``--tokenized``) and a list of strings without spaces is one sentence's tokens;
+        ``False``: each string is a sentence of text.  A list of two or more strings without spaces is refused
+        unless ``tokenized`` says which it is (one tokenised sentence, or one-word sentences).  ``init`` (refining backends, as ``parse --init``):
         ``"synTr"``/``"empty"``/None for the model's own first pass, a CoNLL-U file, or parsed sentences (e.g.
         another parser's output) in the order of ``inputs``, token for token.  ``fmt``: the output format the
         sentences are meant for — the default fills everything the backend gives (heads, relations, tree); a
         narrower one skips the rest, as ``parse --format`` does.  The options are checked before the first
-        sentence is read, so a bad decoder fails at once.  A stochastic backend (``random``) continues its
+        sentence is read, so a bad decoder fails at once.  ``probs``: each word's head distribution too
+        (``parse --probs``; ``Token.prob``, ``HeadProb`` in CoNLL-U, ``head_probs`` in JSONL).  A stochastic backend (``random``) continues its
         generator from call to call; load it again to start over, as each CLI run does.
         """
-        request = self._request(decoder, batch_size, max_words, _INPUT, fmt, init)
-        items: Iterable[SentenceInput] = (
-            [inputs] if isinstance(inputs, (str, conllu.models.TokenList, Sentence)) else inputs
-        )
+        request = self._request(decoder, batch_size, max_words, _INPUT, fmt, init, probs)
+        items = sentence_items(inputs, tokenized, parameter)
         graphs = _initial_graph_source(init)
-        return self._stream(items, request, tokenized=tokenized, progress=progress, graphs=graphs)
+        return self._stream(items, request, tokenized=bool(tokenized), progress=progress, graphs=graphs)
 
+    @python_words
     def parse_file(self, path: str | PathLike[str], *, input_format: str = "text", decoder: str | None = None,
                    batch_size: int = 32, tokenized: bool = False, max_words: int | None = DEFAULT_MAX_WORDS,
                    progress: bool = False, init: InitInput = None, fmt: str = _EVERYTHING,
-                   on_blank: Callable[[list[int]], None] | None = None) -> Iterator[ParsedSentence]:
+                   on_blank: Callable[[list[int]], None] | None = None,
+                   probs: bool = False) -> Iterator[ParsedSentence]:
         """Parse a text file (one sentence per line, blank lines skipped) or a CoNLL-U file, read exactly as
         ``depinduce parse [--input-format conllu] PATH`` reads it (``-``: standard input).  ``on_blank``
-        receives the numbers of blank text lines (``parse`` warns with them); ``init`` and ``fmt`` as in
+        receives the numbers of blank text lines (``parse`` warns with them); ``init``, ``fmt`` and ``probs`` as in
         :meth:`parse`.  ``depinduce parse`` is this method and :func:`write`."""
         check_input_options(input_format, tokenized)
         name = display_name(path)
-        request = self._request(decoder, batch_size, max_words, name, fmt, init)
+        request = self._request(decoder, batch_size, max_words, name, fmt, init, probs)
         if self.backend.capabilities.whole_sentences and input_format != "conllu":
             raise UsageError(needs_conllu_message(self.backend))
         if input_format == "text":
@@ -198,15 +198,26 @@ class Parser:
                 enumerate(parse(sentences, self.backend, request, progress=progress, init=initial), start=1))
 
     def _request(self, decoder: str | None, batch_size: int, max_words: int | None, source: str, fmt: str,
-                 init: InitInput) -> ParseRequest:
+                 init: InitInput, probs: bool = False) -> ParseRequest:
         """The request, checked in the CLI's order (so the first problem reported is the CLI's)."""
+        check_types(decoder=(decoder, (str, type(None))), batch_size=(batch_size, (int,)),
+                    max_words=(max_words, (int, type(None))), fmt=(fmt, (str,)), probs=(probs, (bool,)))
         if batch_size < 1:
             raise UsageError(f"batch_size must be at least 1, not {batch_size}")
         if init is not None:
             check_refines(self.backend)
         request = ParseRequest(fmt=fmt, decoder=decoder or self.backend.default_decoder, batch_size=batch_size,
-                               max_words=max_words, source=source)
-        check_request(self.backend, request)
+                               max_words=max_words, source=source, probs=probs)
+        try:
+            check_request(self.backend, replace(request, probs=False))
+        except UsageError as exc:
+            if decoder is None and self.backend.decoder_source is not None:  # the run's config chose it
+                raise InputError(self.backend.decoder_source, None,
+                                 f"train.decoder, the decoder this run's config.yaml names, cannot parse: {exc} "
+                                 "(choose one with --decoder)") from None
+            raise
+        if probs:
+            check_probs(self.backend, fmt)
         return request
 
     def _stream(self, items: Iterable[SentenceInput], request: ParseRequest, *, tokenized: bool, progress: bool,
@@ -244,7 +255,7 @@ class Parser:
         """One input item as the pipeline's sentence record, read as the CLI reads its kind of input."""
         whole = self.backend.capabilities.whole_sentences
         if isinstance(item, Sentence):
-            return copy.deepcopy(item)  # parsing fills heads in place: leave the caller's (gold) sentence alone
+            return copy.deepcopy(checked_record(item, _INPUT, number))  # parsing fills heads in place: leave the caller's (gold) sentence alone
         if isinstance(item, conllu.models.TokenList):
             read = parse_conllu_text(item.serialize(), _INPUT)
             if len(read) != 1:
@@ -265,6 +276,25 @@ class Parser:
             return text_sentence(" ".join(item), number, pretokenized=True, label=_INPUT)
         raise UsageError(f"{_INPUT}: item {number} is a {type(item).__name__}; give a string, a list of "
                              "tokens, a conllu TokenList or a depinduce Sentence")
+
+
+def sentence_items(inputs: Any, tokenized: bool | None, parameter: str) -> Iterable[SentenceInput]:
+    """The input as an iterable of sentences, never guessing between a list of sentences and one tokenised
+    sentence: a list of space-free strings needs ``tokenized`` to say which."""
+    if isinstance(inputs, (str, conllu.models.TokenList, Sentence)):
+        return [inputs]
+    if inputs is None or isinstance(inputs, (bytes, PathLike)) or not isinstance(inputs, Iterable):
+        raise UsageError(f"{parameter}: expected a sentence (a string, a list of tokens) or an iterable of "
+                         f"sentences, not {type(inputs).__name__}")
+    if (isinstance(inputs, (list, tuple)) and len(inputs) > 1 and all(isinstance(x, str) for x in inputs)
+            and not any(any(c.isspace() for c in x) for x in inputs)):
+        if tokenized is None:
+            raise UsageError(f"{parameter}: a list of {len(inputs)} strings without spaces is one tokenised sentence "
+                             f"or {len(inputs)} one-word sentences; say which with tokenized=True (one sentence) "
+                             "or tokenized=False (one sentence per string)")
+        if tokenized:
+            return [list(inputs)]
+    return inputs
 
 
 def check_input_options(input_format: str, tokenized: bool) -> None:
@@ -310,21 +340,28 @@ def _checked_graph(graph: Any, sentence: Sentence, number: int) -> InitialGraph:
     return initial_graph(graph, sentence, number, _INIT, None)
 
 
+@python_words
 def load(name_or_run_dir: str | PathLike[str] | None = None, device: str = "cpu", *, seed: int = 0,
          channel: int | None = None, iterations: int | None = None) -> Parser:
     """A parser for a registered backend name (the baselines), a training run directory, or ``"default"``.
 
     With no name, the model ``depinduce parse`` picks: the newest finished run under ``./runs``, else the
-    bundled default model (``Parser.reason`` says which).  ``channel`` and ``iterations`` are ``parse
-    --channel`` and ``--iterations``.
+    bundled default model (``Parser.reason`` says which).  For a training run, ``Parser.outcome`` says how it
+    ended and how good it is, and ``Parser.notes`` are the lines ``parse`` prints about it (a warning when its
+    selected model scores below right-branching on its dev data).  ``channel`` and ``iterations`` are ``parse
+    --channel`` and ``--iterations``; ``device`` is ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
     """
+    check_types(name_or_run_dir=(name_or_run_dir, (str, PathLike, type(None))), device=(device, (str,)),
+                seed=(seed, (int,)), channel=(channel, (int, type(None))), iterations=(iterations, (int, type(None))))
     reason = None
     if name_or_run_dir is None:
         choice = default_model_choice()
         name_or_run_dir, reason = choice.target, choice.reason
-    backend = load_model(os.fspath(name_or_run_dir), device=device, seed=seed)
+    target = os.fspath(name_or_run_dir)
+    backend = load_model(target, device=device, seed=seed)
     if channel is not None:
         backend.select_channel(channel)
     if iterations is not None:
         backend.set_iterations(iterations)
-    return Parser(backend, reason=reason)
+    # a folder is a run directory (load_model read it as one); its outcome is None without a run manifest
+    return Parser(backend, reason=reason, run_dir=target if os.path.isdir(target) else None)

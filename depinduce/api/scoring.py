@@ -12,6 +12,7 @@ from os import PathLike
 from typing import Any, Union
 
 from depinduce.structures.sentence import Sentence
+from depinduce.api.checks import checked_record
 from depinduce.errors import UsageError
 from depinduce.io import read_sentences
 from depinduce.metrics import EvalResult
@@ -59,17 +60,16 @@ class Evaluation:
         return self.report()
 
 
-def _sentences(corpus: Corpus, *, check_trees: bool, role: str) -> tuple[list[Sentence], str]:
+def corpus_sentences(corpus: Corpus, *, check_trees: bool, role: str) -> tuple[list[Sentence], str]:
     """The sentences of a file (read as ``eval`` reads it) or of a list, and the name errors will use."""
     if isinstance(corpus, (str, PathLike)):
         return read_sentences(corpus, check_trees=check_trees), str(corpus)
+    if isinstance(corpus, bytes) or not isinstance(corpus, Iterable):
+        raise UsageError(f"{role}: expected a file path or sentences (e.g. what Parser.parse yields), not "
+                         f"{type(corpus).__name__}")
     sentences = []
-    for number, item in enumerate(corpus, start=1):
-        sentence = getattr(item, "sentence", item)  # a ParsedSentence carries the pipeline's record
-        if not isinstance(sentence, Sentence):
-            raise UsageError(f"{role}: item {number} is a {type(item).__name__}; give a file path or "
-                             "depinduce sentences (e.g. what Parser.parse yields)")
-        sentences.append(sentence)
+    for number, item in enumerate(corpus, start=1):  # a ParsedSentence carries the pipeline's record
+        sentences.append(checked_record(item, role, number))
     return sentences, role
 
 
@@ -80,7 +80,7 @@ def evaluate(gold: Corpus, pred: Corpus, *, keep_punct: bool = False, max_length
     Both may be file paths (format detected; ``-`` is stdin) or lists of sentences.  Gold heads must form trees;
     predicted ones need not (a decoder may produce non-trees, which the well-formedness metric counts).
     """
-    gold_sentences, gold_name = _sentences(gold, check_trees=True, role="gold")
-    pred_sentences, pred_name = _sentences(pred, check_trees=False, role="prediction")
+    gold_sentences, gold_name = corpus_sentences(gold, check_trees=True, role="gold")
+    pred_sentences, pred_name = corpus_sentences(pred, check_trees=False, role="prediction")
     return Evaluation(score(gold_sentences, pred_sentences, keep_punct=keep_punct, max_length=max_length,
                             punct_rule=punct_rule, gold_path=gold_name, pred_path=pred_name))

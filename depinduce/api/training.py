@@ -13,18 +13,28 @@ after another: each is exactly the run ``train --seed K --out OUT/seed-K`` makes
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from depinduce.errors import NotFoundError, RecipeError, RunDirectoryError, UsageError
+from depinduce.api.checks import check_types
+from depinduce.api.words import python_words
+from depinduce.errors import DepinduceError, NotFoundError, RecipeError, ResourceError, RunDirectoryError, UsageError
+from depinduce.data.run_files import read_manifest
+
+if TYPE_CHECKING:
+    from depinduce.training.engine import TrainResult
+    from depinduce.training.run import RecordedSettings
 
 SEED_DIR = "seed-{seed}"  # a multi-seed run's per-seed folder under OUT
 _DONE = ("completed", "early_stop")  # how a run ends for good; a resume starts nothing more in it
 # train()'s own options, as _train_seeds receives them beside the recipe values (**overrides)
 _PASSED = frozenset({"settings", "device", "threads", "max_time", "max_tokens", "init_train", "init_dev",
-                     "warm_start", "encoder_path", "force"})
+                     "warm_start", "encoder_path", "force", "seed_group"})
 
 
 def _setting(key: str, value: Any) -> list[str]:
@@ -41,6 +51,7 @@ def _path(value: str | PathLike[str] | None) -> Path | None:
     return None if value is None else Path(value)
 
 
+@python_words
 def train(model: str | None = None, data: str | PathLike[str] | None = None, out: str | PathLike[str] | None = None,
           recipe: str | PathLike[str] | None = None, *, settings: Sequence[str] = (), device: str = "auto",
           threads: int | None = None, seed: int | None = None, resume: bool = False, max_time: float | None = None,
@@ -48,7 +59,7 @@ def train(model: str | None = None, data: str | PathLike[str] | None = None, out
           init_dev: str | PathLike[str] | None = None,
           warm_start: str | PathLike[str] | None = None, encoder_path: str | PathLike[str] | None = None,
           quiet: bool = False, force: bool = False, seeds: int | str | Sequence[int] | None = None,
-          **overrides: Any) -> Path | list[Path]:
+          jobs: int | None = None, seed_group: Sequence[int] | None = None, **overrides: Any) -> Path | list[Path]:
     """Train (or resume) a neural backend on a ``depinduce preprocess`` data folder; returns the run directory.
 
     The arguments are ``depinduce train``'s options (``data`` is ``--data``, ``out`` is ``--out``, ``settings``
@@ -58,8 +69,20 @@ def train(model: str | None = None, data: str | PathLike[str] | None = None, out
     ``seeds`` (``--seeds``): a list of seeds, or N for seeds 0..N-1; one run per seed in ``out/seed-K``, one
     after another, and the list of those run directories is returned instead of one path.  With ``resume``,
     each seed's run is resumed, a finished one skipped, and one never started is started from a sibling's
-    ``config.yaml`` with its own seed.
+    ``config.yaml`` with its own seed.  A stop on request (Ctrl-C, SIGTERM) ends the current seed cleanly and
+    starts no further one.  ``jobs`` (``--jobs K``): K seeds at once, each in a process of its own
+    (:mod:`depinduce.api.seed_jobs`).  The seeds are recorded in each run, so a resume without ``seeds``
+    continues them all (with ``seeds``: those, e.g. one more).  ``seed_group``: the seeds a one-seed run belongs to
+    (what ``--jobs`` tells each seed's process).
     """
+    paths = (str, PathLike, type(None))
+    check_types(model=(model, (str, type(None))), data=(data, paths), out=(out, paths), recipe=(recipe, paths),
+                device=(device, (str,)), init_train=(init_train, paths), init_dev=(init_dev, paths),
+                warm_start=(warm_start, paths), encoder_path=(encoder_path, paths))
+    if isinstance(settings, str) or not all(isinstance(item, str) for item in settings):
+        raise UsageError("settings: expected a list of 'KEY=VALUE' strings, e.g. settings=['lr=0.001']")
+    if seeds is None and resume and out is not None and not (Path(out) / "config.yaml").is_file():
+        seeds = recorded_seeds(Path(out))  # OUT holds the seed-K runs of one --seeds call: all of them
     if seeds is not None:
         if seed is not None:
             raise UsageError("--seeds and --seed exclude each other: give the seeds as --seeds 0,1,2 (or --seeds N "
@@ -68,7 +91,24 @@ def train(model: str | None = None, data: str | PathLike[str] | None = None, out
                             threads=threads, resume=resume, max_time=max_time, max_tokens=max_tokens,
                             init_train=init_train,
                             init_dev=init_dev, warm_start=warm_start, encoder_path=encoder_path, quiet=quiet,
-                            force=force, **overrides)
+                            force=force, jobs=jobs, **overrides)
+    if jobs is not None:
+        raise UsageError("--jobs runs several seeds at once: give the seeds with --seeds (0,1,2,3 or a count)")
+    return _train_one(model, data, out, recipe, settings=settings, device=device, threads=threads, seed=seed,
+                      resume=resume, max_time=max_time, max_tokens=max_tokens, init_train=init_train,
+                      init_dev=init_dev, warm_start=warm_start, encoder_path=encoder_path, quiet=quiet, force=force,
+                      seed_group=seed_group, **overrides).run_dir
+
+
+def _train_one(model: str | None, data: str | PathLike[str] | None, out: str | PathLike[str] | None,
+               recipe: str | PathLike[str] | None, *, settings: Sequence[str] = (), device: str = "auto",
+               threads: int | None = None, seed: int | None = None, resume: bool = False,
+               max_time: float | None = None, max_tokens: int | str | None = None,
+               init_train: str | PathLike[str] | None = None, init_dev: str | PathLike[str] | None = None,
+               warm_start: str | PathLike[str] | None = None, encoder_path: str | PathLike[str] | None = None,
+               quiet: bool = False, force: bool = False, seed_group: Sequence[int] | None = None,
+               **overrides: Any) -> TrainResult:
+    """One run through the engine; its result (how it ended matters to a multi-seed call)."""
     from depinduce.training.engine import TrainOptions
     from depinduce.training.engine import train as run_training
 
@@ -84,12 +124,22 @@ def train(model: str | None = None, data: str | PathLike[str] | None = None, out
             if not (checked.is_dir() if wanted_dir else checked.is_file()):
                 raise NotFoundError(f"{path}: no such {'folder' if wanted_dir else 'file'}")
             items.append(f"{key}={checked.resolve()}")
-    result = run_training(TrainOptions(
+    options = TrainOptions(
         data_dir=_path(data), run_dir=_path(out), model=model, recipe=_path(recipe), overrides=tuple(items),
         device=device, threads=threads, seed=seed, resume=resume, max_time=max_time,
         max_tokens=parse_token_count(max_tokens), quiet=quiet, force=force,
-    ))
-    return result.run_dir
+        seeds=tuple(seed_group) if seed_group is not None else None,
+    )
+    from depinduce.training import distributed
+
+    try:
+        return run_training(options)
+    except RuntimeError as exc:  # under torchrun: a peer rank that died ends this one with one line
+        lost = distributed.peer_failure(exc) if distributed.under_torchrun() else None
+        if lost is None:
+            raise
+        raise ResourceError(f"rank {distributed.launched_rank()}: lost the other ranks ({lost}); one died or was "
+                            f"stopped — `--resume --out {out}` continues from the last checkpoint") from None
 
 
 _SCALE = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
@@ -113,13 +163,19 @@ def parse_token_count(value: int | str | None) -> int | None:
 
 
 def seed_list(seeds: int | str | Sequence[int]) -> list[int]:
-    """``--seeds``: ``"0,1,2,3"`` or a list are those seeds, ``"4"`` or 4 the seeds 0..3; distinct, at least 0."""
+    """``--seeds``: ``"0,1,2,3"``, ``"0-3"`` (a range, ends included; ``"0-3,8"``) or a list are those seeds,
+    ``"4"`` or 4 the seeds 0..3; distinct, at least 0."""
     if isinstance(seeds, str):
         parts = [part.strip() for part in seeds.split(",")]
-        if not all(part.lstrip("-").isdigit() for part in parts):
-            raise UsageError(f"--seeds {seeds!r}: give comma-separated integers (0,1,2) or a count N")
-        numbers = [int(part) for part in parts]
-        seeds = numbers[0] if len(numbers) == 1 else numbers
+        if not all(re.fullmatch(r"-?\d+|\d+-\d+", part) for part in parts):
+            raise UsageError(f"--seeds {seeds!r}: give comma-separated integers (0,1,2), ranges (0-7) or a count N")
+        numbers: list[int] = []
+        for part in parts:
+            first, _, last = part.partition("-") if not part.startswith("-") else (part, "", "")
+            if last and int(last) < int(first):
+                raise UsageError(f"--seeds {seeds!r}: the range {part} runs backwards; write {last}-{first}")
+            numbers.extend(range(int(first), int(last) + 1) if last else [int(first)])
+        seeds = numbers[0] if len(numbers) == 1 and "-" not in parts[0] else numbers
     if isinstance(seeds, bool) or not isinstance(seeds, (int, Sequence)):
         raise UsageError(f"seeds: give a list of integers or a count, not {type(seeds).__name__}")
     if isinstance(seeds, int):
@@ -141,7 +197,10 @@ def _parent_dir(model: str | None, recipe: str | PathLike[str] | None, out: str 
         return Path(out)
     if resume:
         raise UsageError("--resume needs --out RUN_DIR: the folder holding the seed-K runs to continue")
-    from depinduce.training import defaults
+    from depinduce.training import defaults, distributed
+
+    if distributed.under_torchrun():  # each rank would pick its own fresh folder
+        raise UsageError("under torchrun give --out RUN_DIR: every rank must write to the same runs")
     from depinduce.training.config import load_recipe
 
     name = model or (load_recipe(defaults.recipe_path(recipe)).get("model") if recipe is not None else None)
@@ -153,11 +212,31 @@ def _parent_dir(model: str | None, recipe: str | PathLike[str] | None, out: str 
 def _ended_for_good(run_dir: Path) -> bool:
     """The run's last (re)start ended completed or stopped early: a resume has nothing left to do in it."""
     try:
-        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-        reason = manifest["runs"][-1]["outcome"]["reason"]
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        runs = read_manifest(run_dir / "manifest.json")["runs"]
+    except DepinduceError:  # none yet, or damaged: the resume itself says which
         return False
-    return reason in _DONE
+    return bool(runs) and (runs[-1].get("outcome") or {}).get("reason") in _DONE
+
+
+def _settings(run_dir: Path) -> RecordedSettings | None:
+    """A seed run's recorded settings (None: not started far enough to have a manifest)."""
+    from depinduce.training.run import recorded_settings
+
+    return recorded_settings(run_dir)
+
+
+def recorded_seeds(parent: Path) -> list[int] | None:
+    """The ``--seeds`` the ``seed-K`` runs in ``parent`` were started with, every call's together (a resume may
+    add seeds); None when no run there recorded them."""
+    if not parent.is_dir():
+        return None
+    seeds: list[int] = []
+    for run in sorted(parent.glob(SEED_DIR.format(seed="*"))):
+        recorded = _settings(run) if (run / "manifest.json").exists() else None
+        for seed in (recorded.seeds or []) if recorded is not None else []:
+            if seed not in seeds:
+                seeds.append(seed)
+    return seeds or None
 
 
 def _changes_settings(recipe: str | PathLike[str] | None, options: Mapping[str, Any]) -> bool:
@@ -169,32 +248,112 @@ def _changes_settings(recipe: str | PathLike[str] | None, options: Mapping[str, 
 
 def _train_seeds(model: str | None, data: str | PathLike[str] | None, out: str | PathLike[str] | None,
                  recipe: str | PathLike[str] | None, seeds: list[int], *, resume: bool, quiet: bool,
-                 **options: Any) -> list[Path]:
-    """One run per seed in ``OUT/seed-K``, each through :func:`train` exactly as a one-seed call makes it."""
+                 jobs: int | None, **options: Any) -> list[Path]:
+    """One run per seed in ``OUT/seed-K``, each exactly as a one-seed call makes it: one after another in this
+    process (under torchrun, every rank in one process group), or ``jobs`` at once in processes of their own."""
     import click
 
+    from depinduce.training import distributed
+
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs {jobs}: give the number of seeds to train at once (at least 1)")
+    if jobs is not None and jobs > 1 and distributed.under_torchrun():
+        raise UsageError("--jobs starts its own processes; under torchrun the ranks already share each run — "
+                         "use one or the other")
     if resume and _changes_settings(recipe, options):
         raise UsageError("--resume continues each run with its own config.yaml; --recipe, --set and recipe "
                          "values cannot change it")
     parent = _parent_dir(model, recipe, out, resume)
+    quiet = quiet or distributed.launched_rank() != 0  # rank 0 alone says what the runs do
     say = (lambda line: None) if quiet else (lambda line: click.echo(line, err=True))
+    plan = _seed_plan(model, data, parent, recipe, seeds, resume=resume, quiet=quiet, options=options)
+    if jobs is not None and jobs > 1:
+        from depinduce.api.seed_jobs import run_seed_jobs
+
+        return run_seed_jobs(plan, jobs, parent=parent, device=options["device"], threads=options["threads"],
+                             quiet=quiet)
+    done: list[Path] = []
+    with distributed.session(options["device"]) if distributed.under_torchrun() else nullcontext():
+        for number, item in enumerate(plan, start=1):
+            say(f"seed {item.seed} ({number} of {len(plan)}): {item.run}")
+            done.append(item.run)
+            if item.call is None:
+                say(f"{item.run}: already finished; skipped")
+                continue
+            if _train_one(**item.call).reason == "signal":
+                say(resume_hint(parent, seeds, [item.seed], [later.seed for later in plan[number:]]))
+                break
+    return done
+
+
+@dataclass(frozen=True)
+class SeedRun:
+    """One seed of a multi-seed call: its run directory and the :func:`_train_one` arguments that train it
+    (None: a resume found it finished)."""
+
+    seed: int
+    run: Path
+    call: dict[str, Any] | None
+
+
+def _seed_plan(model: str | None, data: str | PathLike[str] | None, parent: Path,
+               recipe: str | PathLike[str] | None, seeds: list[int], *, resume: bool, quiet: bool,
+               options: Mapping[str, Any]) -> list[SeedRun]:
+    """What each seed's run does: start, resume, start from a sibling's config (never started), or nothing."""
     runs = [parent / SEED_DIR.format(seed=seed) for seed in seeds]
     sibling = next((run / "config.yaml" for run in runs if (run / "config.yaml").is_file()), None)
     if resume and sibling is None:
         raise RunDirectoryError(f"{parent}: holds none of the runs {', '.join(r.name for r in runs)}; nothing to "
                                 "resume (start them without --resume)")
-    done: list[Path] = []
-    for number, (seed, run) in enumerate(zip(seeds, runs), start=1):
-        say(f"seed {seed} ({number} of {len(seeds)}): {run}")
+    common = {"model": model, "data": data, "quiet": quiet, "device": options["device"],
+              "threads": options["threads"], "max_time": options["max_time"], "max_tokens": options["max_tokens"],
+              "seed_group": seeds}
+    fresh = dict(common)  # a seed never started joins the others: their data folder and budgets, unless given
+    if resume:
+        started = next((told for run in runs if (run / "manifest.json").exists()
+                        and (told := _settings(run)) is not None), None)
+        if started is not None:
+            fresh["data"] = data if data is not None else started.data_dir
+            for key in ("max_time", "max_tokens"):
+                fresh[key] = options[key] if options[key] is not None else getattr(started, key)
+    plan = []
+    for seed, run in zip(seeds, runs):
         if resume and _ended_for_good(run):
-            say(f"{run}: already finished; skipped")
+            call = None
         elif resume and (run / "config.yaml").is_file():
-            train(model, data, run, None, device=options["device"], threads=options["threads"], resume=True,
-                  max_time=options["max_time"], max_tokens=options["max_tokens"], quiet=quiet)
+            call = {**common, "out": run, "recipe": None, "resume": True}
         elif resume:  # never started: the same settings as its siblings, its own seed
-            train(model, data, run, sibling, device=options["device"], threads=options["threads"], seed=seed,
-                  max_time=options["max_time"], max_tokens=options["max_tokens"], quiet=quiet)
+            call = {**fresh, "out": run, "recipe": sibling, "seed": seed}
         else:
-            train(model, data, run, recipe, seed=seed, quiet=quiet, **options)
-        done.append(run)
-    return done
+            call = {**options, "model": model, "data": data, "quiet": quiet, "out": run, "recipe": recipe,
+                    "seed": seed, "seed_group": seeds}
+        plan.append(SeedRun(seed, run, call))
+    return plan
+
+
+STOP_EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}  # 128 + the signal's number, as a shell reports a kill
+
+
+def stop_exit_code(runs: Sequence[Path]) -> int:
+    """``train``'s exit code: 0, or 128 + the signal's number when a run's last (re)start ended on a stop request
+    (Ctrl-C: 130, SIGTERM: 143), so a scheduler or script never takes an interrupted run for a finished one."""
+    for run in runs:
+        try:
+            starts = read_manifest(run / "manifest.json")["runs"]
+        except DepinduceError:
+            continue
+        outcome = (starts[-1].get("outcome") or {}) if starts else {}
+        if outcome.get("reason") == "signal":
+            return STOP_EXIT_CODES.get(outcome.get("signal") or "", 1)
+    return 0
+
+
+def resume_hint(parent: Path, seeds: list[int], stopped: list[int], unstarted: list[int]) -> str:
+    """The line a multi-seed call ends with when stopped on request: what stopped, and the command resuming it."""
+    parts = [f"seed{'s' if len(stopped) > 1 else ''} {', '.join(map(str, stopped))} stopped cleanly "
+             "(checkpointed)"] if stopped else []
+    if unstarted:
+        parts.append(f"seed{'s' if len(unstarted) > 1 else ''} {', '.join(map(str, unstarted))} not started")
+    what = "stopped on request: " + ", ".join(parts)
+    return (f"{what}; continue all with `depinduce train --resume --out {parent} "
+            f"--seeds {','.join(map(str, seeds))}`")

@@ -11,7 +11,18 @@ class UserError(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:  # noqa: D102 - click's hook
-        click.echo(self.message, err=True)
+        click.echo(one_line(self.message), err=True)
+
+
+MESSAGE_CHARS = 2000
+
+
+def one_line(message: str) -> str:
+    """A message as the terminal gets it: control characters escaped (a token's escape sequence, a newline in a
+    path), and cut short as a last resort (the values it quotes are cut where they are quoted)."""
+    from depinduce.display import printable, shorten
+
+    return printable(shorten(message, MESSAGE_CHARS))
 
 
 def stdout_console():

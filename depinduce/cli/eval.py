@@ -5,9 +5,6 @@ from __future__ import annotations
 import click
 from depinduce.cli.common import stdout_console
 
-from depinduce.api.scoring import evaluate
-from depinduce.metrics import render_table
-
 
 @click.command("eval")
 @click.option("--gold", "gold_path", required=True, metavar="FILE",
@@ -24,6 +21,10 @@ from depinduce.metrics import render_table
 def eval_command(gold_path: str, pred_path: str, keep_punct: bool, punct_rule: str, max_length: int | None,
                  by_length: bool, as_json: bool) -> None:
     """Score PRED against GOLD: DDA/UAS, UDA/UUAS, LAS, root accuracy, well-formedness, UF1."""
+    # imported here, not above: `depinduce --help` imports every command module
+    from depinduce.api.scoring import evaluate
+    from depinduce.metrics import render_table
+
     # the one implementation, shared with the Python API (depinduce.evaluate); only the printing is here
     evaluation = evaluate(gold_path, pred_path, keep_punct=keep_punct, max_length=max_length, punct_rule=punct_rule)
     if as_json:

@@ -12,13 +12,14 @@ from typing import NoReturn
 import click
 
 from depinduce import __version__
-from depinduce.cli.common import UserError
+from depinduce.cli.common import UserError, one_line
 from depinduce.errors import DepinduceError
 
 
 # Subcommands are imported only when used, so `depinduce eval` never pays for importing torch.
 _COMMANDS: dict[str, str] = {
     "analyze": "depinduce.cli.analyze:analyze",
+    "convert": "depinduce.cli.convert:convert_command",
     "models": "depinduce.cli.models:models_command",
     "parse": "depinduce.cli.parse:parse_command",
     "perplexity": "depinduce.cli.perplexity:perplexity_command",
@@ -44,8 +45,11 @@ class _Group(click.Group):
         return getattr(importlib.import_module(module_name), attribute)
 
     def invoke(self, ctx: click.Context):
+        from depinduce.api.words import cli_words  # the API's errors keep the CLI's option names here
+
         try:
-            return super().invoke(ctx)
+            with cli_words():
+                return super().invoke(ctx)
         except DepinduceError as exc:
             raise UserError(str(exc)) from exc
 
@@ -91,7 +95,7 @@ def _fail(message: str) -> NoReturn:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, io.UnsupportedOperation):
         sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.BytesIO()))
-    click.echo(message, err=True)
+    click.echo(one_line(message), err=True)
     sys.exit(2)
 
 
@@ -114,7 +118,7 @@ def _run_cli() -> int:
         return 2
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "depinduce"
-        click.echo(f"{where}: {exc.format_message()} (see '{where} --help')", err=True)
+        click.echo(one_line(f"{where}: {exc.format_message()} (see '{where} --help')"), err=True)
         return 2
     except click.ClickException as exc:
         exc.show()
@@ -135,6 +139,10 @@ def main() -> None:
     a standard stream or file (a full disk, ``/dev/full``, a closed stdout or stdin) is one line, exit code 2."""
     _guard_standard_streams()
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+    # torch's import enumerates every installed distribution's entry points for device-backend plugins, and one
+    # malformed entry_points.txt anywhere fails that import; depinduce runs on cpu and cuda only, which need no
+    # plugin (`TORCH_DEVICE_BACKEND_AUTOLOAD=1` still turns it on)
+    os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
     try:
         try:
             code = _run_cli()

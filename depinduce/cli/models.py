@@ -1,61 +1,88 @@
-"""``depinduce models``: the registered backends and what they can do."""
+"""``depinduce models``: the registered backends and what they can do, the training runs under ./runs (how each
+ended, how good it is, which one ``parse`` takes) and the bundled model's card.
+
+The tables fit an 80-column terminal without cutting a name: names, decoder names and checksums are never
+shortened (rich would end them in "…"); descriptions wrap instead.
+"""
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 from depinduce.cli.common import stdout_console
+from rich import box
 from rich.table import Table
 
-from depinduce.errors import DepinduceError
 from depinduce.models.bundled import BUNDLED_NAME, model_card
-from depinduce.models.registry import registrations
+
+if TYPE_CHECKING:
+    from depinduce.api.runs import RunListing
 
 
 @click.command("models")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print machine-readable JSON instead of tables: {backends: [...], bundled_model: card}.")
+              help="Print machine-readable JSON instead of tables: {backends: [...], runs: [...], bundled_model: "
+                   "card}.")
 def models_command(as_json: bool) -> None:
-    """List the backends registered in the 'depinduce.models' entry-point group, and the bundled model's card."""
-    rows = []
-    for name, reg in registrations().items():
-        try:
-            cls = reg.load_class()
-        except DepinduceError as exc:  # one broken plugin must not hide the others
-            click.echo(f"warning: {exc}", err=True)
-            continue
-        rows.append(
-            {
-                "name": name,
-                "provider": reg.provider,
-                "entry_point": reg.entry_point.value,
-                "description": cls.description,
-                **cls.capabilities.as_dict(),
-                # the authors' decoders; every backend with dependency output also takes mst, eisner, argmax
-                "own_decoders": {k: d.description for k, d in cls.own_decoders.items()},
-            }
-        )
-    card = model_card()
+    """List the backends registered in the 'depinduce.models' entry-point group, the training runs under ./runs
+    (how each ended, its selected dev score beside right-branching's) and the bundled model's card."""
+    from depinduce.api.commands import backend_rows, list_models  # reads run folders only when the command runs
+    from depinduce.api.runs import list_runs
+
+    warn = lambda line: click.echo(line, err=True)  # noqa: E731
     if as_json:
-        click.echo(json.dumps({"backends": rows, "bundled_model": card}, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(list_models(warn), indent=2, ensure_ascii=False))
         return
-    table = Table(title="depinduce backends")
-    for column in ("name", "dependency", "constituency", "trainable", "supervised", "objective",
-                   "authors' decoders (--decoder)", "provider"):
-        table.add_column(column)
-    mark = {True: "yes", False: "-"}
-    for row in rows:
-        table.add_row(
-            row["name"],
-            *(mark[row[c]] for c in ("dependency", "constituency", "trainable", "supervised")),
-            row["objective"],
-            ", ".join(row["own_decoders"]) or "-",
-            row["provider"],
-        )
+    rows = backend_rows(warn)
+    card = model_card()
+    listing = list_runs()
+    for skipped in listing.skipped:
+        warn(skipped)
     console = stdout_console()
-    console.print(table)
+    console.print(_backends_table(rows))
+    if listing.runs:
+        console.print(_runs_table(listing))
     console.print(_card_table(card))
+
+
+def _backends_table(rows: list[dict]) -> Table:
+    """One row per backend; names and decoder names whole at any width (the columns that wrap are the others)."""
+    cells = []
+    for row in rows:
+        output = ", ".join(kind for kind, key in (("deps", "dependency"), ("trees", "constituency")) if row[key])
+        training = row["objective"] if row["trainable"] else "-"
+        if row["supervised"] and training != "supervised":
+            training += " (supervised)"
+        cells.append([row["name"], output or "-", training, "\n".join(row["own_decoders"]) or "-", row["provider"]])
+    return _table("depinduce backends", ["name", "output", "training", "authors' decoders\n(--decoder)", "provider"],
+                  cells, names=(0, 3))
+
+
+def _table(title: str, header: list[str], cells: list[list[str]], names: tuple[int, ...] = (0,)) -> Table:
+    """A table that never cuts a name: the ``names`` columns (backends, decoders, runs: one per line) keep their
+    width, the others wrap between words and are at least as wide as their longest word.  rich would otherwise
+    squeeze the widest columns of an 80-column terminal into "struct…"."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for k, name in enumerate(header):
+        words = [word for text in (name, *(row[k] for row in cells)) for word in text.split()]
+        table.add_column(name, no_wrap=k in names, min_width=max(map(len, words), default=1), overflow="fold")
+    for row in cells:
+        table.add_row(*row)
+    return table
+
+
+def _runs_table(listing: RunListing) -> Table:
+    """The runs under ./runs: how each ended and its selected dev score beside right-branching's (where the run
+    recorded it), ``parse``'s default marked."""
+    cells = []
+    for run in listing.runs:
+        scores = run.scores() + ("; BELOW right-branching" if run.below_baseline else "")
+        mark = " *" if run.path == listing.parse_default else ""
+        cells.append([f"{run.path}{mark}", run.model or "?", run.ending(), scores])
+    return _table(f"training runs under {listing.root}/ (* = what parse uses without --model)",
+                  ["run", "model", "how it ended", "selected dev score"], cells)
 
 
 def _card_table(card: dict) -> Table:
@@ -63,7 +90,7 @@ def _card_table(card: dict) -> Table:
     table = Table(title=f"bundled model '{BUNDLED_NAME}' (parse without --model, when ./runs has no finished run)",
                   show_header=False)
     table.add_column("field", style="bold")
-    table.add_column("value")
+    table.add_column("value", overflow="fold")  # sha256 digests have no space to wrap at: fold, never cut
     table.add_row("model", f"{card['backend']}: {card['summary']}")
     table.add_row("weights licence", card["licence"])
     table.add_row("trained on", card["training"]["data"])

@@ -7,28 +7,34 @@ own parse, so a notebook and the command line give the same bytes.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import click
 
-from depinduce.api.parser import check_input_options, load, write
 from depinduce.cli.decoders import DecoderOption
 from depinduce.errors import UsageError
 from depinduce.io.lines import display_name
+from depinduce.io.parse_defaults import DEFAULT_MAX_WORDS, OUTPUT_FORMATS
 from depinduce.models.bundled import default_model_choice
-from depinduce.parsing import DEFAULT_MAX_WORDS, OUTPUT_FORMATS, describe_blank_lines
+
+T = TypeVar("T")
 
 
 @click.command("parse")
 @click.option("--model", "model", default=None, metavar="NAME_OR_RUN_DIR",
               help="A registered backend name (baselines), a training run directory, or 'default' (the bundled "
-                   "model). Default: the most recently finished run under ./runs, else the bundled model.")
+                   "model). Default: the most recently finished run under ./runs, else the bundled model. For a "
+                   "run, stderr says how it ended and its selected dev score, with a warning when that is below "
+                   "right-branching's.")
 @click.argument("input_path", metavar="[INPUT|-]", default="-")
 @click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="conllu", show_default=True,
               help="Output format. conllu is MaltEval-safe: syntactic words only, no comment lines. html (one page, a "
                    "figure per sentence) and svg (one picture, sentences stacked) draw the trees.")
 @click.option("--full-ud", is_flag=True,
-              help="With conllu: the full UD form — # sent_id and # text comments, and the multiword tokens and "
-                   "empty nodes of CoNLL-U input (passes udvalidate --level 2; MaltEval cannot read it).")
+              help="With conllu: the full UD form — # sent_id and # text comments, and the multiword tokens of "
+                   "CoNLL-U input; no enhanced graph (DEPS '_', no empty nodes: the input's is gold, not predicted). "
+                   "Passes udvalidate --level 2; MaltEval cannot read it.")
 @click.option("--decoder", cls=DecoderOption, default=None,
               help="Dependency decoder: single-root maximum spanning tree (mst), projective Eisner, per-word "
                    "argmax, or the model's authors' own decoder (only for that backend; `depinduce models` lists "
@@ -38,7 +44,8 @@ from depinduce.parsing import DEFAULT_MAX_WORDS, OUTPUT_FORMATS, describe_blank_
 @click.option("--tokenized", is_flag=True, help="Text input is already tokenised: split on whitespace only.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
               help="Sentences per model call.")
-@click.option("--device", default="cpu", show_default=True, help="Torch device for neural models.")
+@click.option("--device", default="cpu", show_default=True,
+              help="Torch device for neural models: auto, cpu, cuda or cuda:N.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for stochastic models (random).")
 @click.option("--channel", type=int, default=None, metavar="INT",
               help="For backends with several head channels (probformer): use that channel's heads instead of "
@@ -56,21 +63,48 @@ from depinduce.parsing import DEFAULT_MAX_WORDS, OUTPUT_FORMATS, describe_blank_
               help="Refuse a sentence longer than this (in the words the model sees) for models that score every "
                    "pair of words, whose memory grows with the square of the length. The fixed baselines have "
                    "no limit.")
+@click.option("--probs", is_flag=True,
+              help="Each word's head probability, read from what the model computes (its marginals or head "
+                   "distribution; 1 for the baselines): HeadProb=P in the CoNLL-U MISC column (the chosen head, 4 "
+                   "decimals), head_probs (the whole distribution over ROOT and the words) in jsonl. Punctuation, "
+                   "attached by rule, has none.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def parse_command(model: str | None, input_path: str, fmt: str, full_ud: bool, decoder: str | None,
                   input_format: str, tokenized: bool, batch_size: int, device: str, seed: int, channel: int | None,
-                  init: str | None, iterations: int | None, max_words: int, quiet: bool) -> None:
+                  init: str | None, iterations: int | None, max_words: int, probs: bool, quiet: bool) -> None:
     """Parse INPUT (default: stdin) with a model; trees go to stdout, progress to stderr."""
+    # imported here, not above: `depinduce parse --help` must not wait for torch
+    from depinduce.api.parser import check_input_options, load, write
+    from depinduce.parsing import describe_blank_lines
+
     check_input_options(input_format, tokenized)
     if full_ud and fmt != "conllu":
         raise UsageError(f"--full-ud applies to --format conllu, not {fmt}")
     if model is None:  # said before loading, so a failure to load names the model that was picked
         choice = default_model_choice()
+        for warning in choice.warnings:
+            click.echo(warning, err=True)
         click.echo(choice.reason, err=True)
         model = choice.target
     parser = load(model, device=device, seed=seed, channel=channel, iterations=iterations)
     label = display_name(input_path)
     parsed = parser.parse_file(input_path, input_format=input_format, decoder=decoder, batch_size=batch_size,
                                tokenized=tokenized, max_words=max_words, progress=not quiet, init=init, fmt=fmt,
+                               probs=probs,
                                on_blank=lambda lines: click.echo(describe_blank_lines(label, lines), err=True))
+    # a training run: how it ended, its dev score, a warning below right-branching — said once the first batch
+    # is parsed, so a mistake in the options or the input stays the only line
+    parsed = _after_first(parsed, lambda: [click.echo(note, err=True) for note in parser.notes])
     write(parsed, sys.stdout, "conllu-ud" if full_ud else fmt)
+
+
+def _after_first(items: Iterator[T], announce: Callable[[], object]) -> Iterator[T]:
+    """``items``, calling ``announce`` once the first has come (or the input turned out empty)."""
+    announced = False
+    for item in items:
+        if not announced:
+            announce()
+            announced = True
+        yield item
+    if not announced:
+        announce()

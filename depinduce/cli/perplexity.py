@@ -21,9 +21,9 @@ def perplexity_command(run_dir: Path, text: Path, batch_tokens: int | None, devi
                        quiet: bool) -> None:
     """Perplexity of the model in RUN_DIR on FILE: one normalised sentence per line, as `depinduce preprocess`
     writes train/dev/test.txt (e.g. data/ptb/test.txt).  Measured with the run's own objective and settings."""
-    from depinduce.training.perplexity import measure
+    from depinduce.api.commands import perplexity
 
-    result = measure(run_dir, text, device=device, batch_tokens=batch_tokens, progress=not quiet)
+    result = perplexity(run_dir, text, device=device, batch_tokens=batch_tokens, progress=not quiet)
     if as_json:
         click.echo(json.dumps(result.as_dict()))
         return

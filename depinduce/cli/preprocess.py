@@ -1,4 +1,5 @@
-"""``depinduce preprocess ptb|ud|text``: options in, library call out (see :mod:`depinduce.data.preprocess`).
+"""``depinduce preprocess ptb|ud|text``: options in, :func:`depinduce.preprocess` out (see
+:mod:`depinduce.data.preprocess`).
 
 Errors are not caught here: a :class:`~depinduce.errors.DepinduceError` propagates to the main CLI, which prints
 it as one line and exits with code 2.  Progress and the summary go to stderr; stdout stays quiet.
@@ -7,15 +8,17 @@ it as one line and exits with code 2.  Progress and the summary go to stderr; st
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from depinduce.data.headrules import HEAD_RULES
 from depinduce.data.normalize import Normalization
-from depinduce.data.preprocess import PreprocessOptions, default_output, preprocess_ptb, preprocess_text, preprocess_ud
 from depinduce.data.text import NLTK_CORPORA
 from depinduce.data.ud import parse_train_on
+
+if TYPE_CHECKING:
+    from depinduce.data.preprocess import PreprocessOptions
 
 
 def _log(message: str) -> None:
@@ -60,6 +63,9 @@ def _common_options(extra_text: bool) -> Callable[[Callable[..., Any]], Callable
 
 def _options(kwargs: dict[str, Any]) -> tuple[PreprocessOptions, Callable[[str], None]]:
     """Turn the shared click options into library options and a logger."""
+    # imported here, not above: `depinduce --help` must not wait for numpy and nltk
+    from depinduce.data.preprocess import PreprocessOptions
+
     quiet = kwargs.pop("quiet")
     options = PreprocessOptions(
         keep_punct=kwargs.pop("keep_punct"),
@@ -73,6 +79,16 @@ def _options(kwargs: dict[str, Any]) -> tuple[PreprocessOptions, Callable[[str],
         progress=not quiet,
     )
     return options, (lambda _: None) if quiet else _log
+
+
+def _run(kind: str, out: str | None, options: PreprocessOptions, **inputs: Any) -> None:
+    """:func:`depinduce.preprocess`, its errors naming this command's options even when the group is called on
+    its own (not through the main command, which says so for every command)."""
+    from depinduce.api.commands import preprocess as run
+    from depinduce.api.words import cli_words
+
+    with cli_words():
+        run(kind, out, options=options, **inputs)
 
 
 @click.group("preprocess")
@@ -95,8 +111,8 @@ def ptb_command(
 ) -> None:
     """Penn Treebank WSJ → CoNLL-U, trees, model text, WSJ10 and vocabulary."""
     options, log = _options(kwargs)
-    preprocess_ptb(out or default_output("ptb"), ptb_dir=ptb_dir, head_rules=head_rules, keep_function_tags=keep_function_tags,
-                   workers=workers, options=options, log=log)
+    _run("ptb", out, options, ptb_dir=ptb_dir, head_rules=head_rules, keep_function_tags=keep_function_tags,
+         workers=workers, log=log)
 
 
 @preprocess.command("ud")
@@ -118,8 +134,7 @@ def ud_command(out: str | None, treebank: tuple[str, ...], train_on: str | None,
     """
     splits = parse_train_on(train_on)
     options, log = _options(kwargs)
-    preprocess_ud(out or default_output("ud", treebank=treebank), treebank=treebank, train_on=splits,
-                  pretokenized=pretokenized, options=options, log=log)
+    _run("ud", out, options, treebank=treebank, train_on=splits, pretokenized=pretokenized, log=log)
 
 
 @preprocess.command("text")
@@ -130,4 +145,4 @@ def ud_command(out: str | None, treebank: tuple[str, ...], train_on: str | None,
 def text_command(out: str | None, inputs: tuple[str, ...], nltk_corpus: str | None, **kwargs: Any) -> None:
     """Raw text (files, - for stdin, or an NLTK corpus) → model text and vocabulary for unsupervised training."""
     options, log = _options(kwargs)
-    preprocess_text(out or default_output("text", inputs=inputs, nltk_corpus=nltk_corpus), inputs=inputs, nltk_corpus=nltk_corpus, options=options, log=log)
+    _run("text", out, options, inputs=inputs, nltk_corpus=nltk_corpus, log=log)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from depinduce.report.render import FORMATS
+from depinduce.report.plot import X_AXES
+from depinduce.report.render import FORMATS, LAYOUTS
 
 
 @click.command("report")
@@ -15,34 +16,35 @@ from depinduce.report.render import FORMATS
               help="CoNLL-U test file with gold heads (repeatable). Its siblings STEM.trees (gold trees: UF1) and "
                    "STEM.txt (model view: perplexity) are used when present. Default: each run's data folder's "
                    "test.conllu.")
+@click.option("--label", "labels", multiple=True, metavar="NAME",
+              help="The table's name for each --test file, in order (default: the file's stem).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
               help="Output format; every one but csv and json prints the protocol and notes under the table.")
+@click.option("--layout", type=click.Choice(LAYOUTS), default="long", show_default=True,
+              help="long: a row per group and metric (n, min, max, paper's figure); wide: a row per group, a "
+                   "column per metric (mean ± sd), the paper's figures as rows of their own.")
+@click.option("--notes/--no-notes", default=True, show_default=True,
+              help="Print the protocol (grouped: dependency, UF1) and the notes under the table.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              metavar="FILE.png|svg|pdf", help="Also draw the dev learning curves (against step and wall-clock "
-                                               "minutes; needs the 'plot' extra).")
+              metavar="FILE.png|svg|pdf", help="Also draw the dev learning curves (needs the 'plot' extra).")
+@click.option("--x", "x_axis", type=click.Choice(X_AXES), default="step", show_default=True,
+              help="The curves' horizontal axis: optimisation step, tokens seen, or wall-clock minutes.")
+@click.option("--force", is_flag=True, help="Overwrite an existing --plot file.")
 @click.option("--metric", default=None, metavar="NAME",
               help="Dev metric of the learning curves, as in metrics.jsonl (dev_uda, dev_ppl, …). Default: the "
                    "one the runs selected their model by.")
 @click.option("--decoder", default=None, metavar="NAME", help="Dependency decoder (default: each run's own).")
 @click.option("--device", default="cpu", show_default=True, help="Device that parses the test files.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for torch.")
-def report_command(run_dirs: tuple[Path, ...], tests: tuple[Path, ...], fmt: str, plot_path: Path | None,
-                   metric: str | None, decoder: str | None, device: str, threads: int | None) -> None:
+def report_command(run_dirs: tuple[Path, ...], tests: tuple[Path, ...], labels: tuple[str, ...], fmt: str,
+                   layout: str, notes: bool, plot_path: Path | None, x_axis: str, force: bool, metric: str | None,
+                   decoder: str | None, device: str, threads: int | None) -> None:
     """Collect finished runs (run directories, or folders of them such as `train --seeds` makes), score each
     run's selected model on the test files (cached in the run), and print per configuration n, mean ± sd, min
     and max of DDA, UDA, LAS, UF1 and perplexity, with the paper's figure where it applies."""
-    from depinduce.errors import RunDirectoryError
-    from depinduce.report import build_report
+    from depinduce.report.command import report_runs
 
-    if threads is not None:
-        import torch
-
-        torch.set_num_threads(threads)
-    report = build_report(run_dirs, tests, decoder=decoder, device=device)
-    if not report.groups and plot_path is None:
-        raise RunDirectoryError("nothing to report: no run has a test file (pass --test FILE)")
-    if report.groups:
-        click.echo(report.render(fmt), nl=False)
-    if plot_path is not None:
-        plotted = report.plot(plot_path, metric=metric)
-        click.echo(f"learning curves of {plotted} written to {plot_path}", err=True)
+    text = report_runs(run_dirs, tests=tests, labels=labels, fmt=fmt, layout=layout, notes=notes, plot=plot_path,
+                       x_axis=x_axis, metric=metric, force=force, decoder=decoder, device=device, threads=threads,
+                       warn=lambda line: click.echo(line, err=True))
+    click.echo(text, nl=False)

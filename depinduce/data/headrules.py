@@ -41,12 +41,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
-
-from nltk import Tree
+from typing import TYPE_CHECKING, Literal
 
 from depinduce.data.punct import PTB_PUNCT_TAGS
 from depinduce.errors import UsageError
+
+if TYPE_CHECKING:
+    from nltk import Tree
 
 Direction = Literal["left", "right", "last"]
 """``left``: scan left-to-right; ``right``: scan right-to-left; ``last``: only the last child is considered."""
@@ -215,6 +216,8 @@ def head_child(rule: HeadRule, labels: Sequence[str], coordination: bool = False
 
 def dependency_heads(tree: Tree, rules: HeadRules) -> list[int]:
     """Heads (1-based, 0 = ROOT) of the words of a clean PTB tree, in leaf order."""
+    from nltk import Tree  # here, not above: `preprocess --help` reads HEAD_RULES and must not wait for nltk
+
     heads: list[int] = []
 
     def lexical_head(node: Tree) -> int:

@@ -65,16 +65,17 @@ from depinduce.checksum import sha256_file
 from depinduce.data.headrules import get_head_rules
 from depinduce.data.normalize import Normalization, overlap_key
 from depinduce.data.ptb import SPLITS, MrgFile, ldc_source, nltk_sample_source, read_mrg, tree_to_line
-from depinduce.data.punct import PunctRule, punct_mask
+from depinduce.data.punct import PunctRule, sentence_punct_mask
 from depinduce.structures.sentence import Sentence
 from depinduce.data.text import (PRETOKENIZED_NOTE, check_pretokenized, read_nltk_corpus, read_pretokenized_file,
                                  read_text_file, unspaced_share)
 from depinduce.data.ud import check_training_view, find_treebank_files, language_of, parse_train_on, read_ud_file
 from depinduce.data.vocab import SPECIALS, Vocab
-from depinduce.errors import DepinduceError, InputError, ResourceError, RunDirectoryError, UsageError
+from depinduce.errors import DepinduceError, InputError, ResourceError, UsageError
 from depinduce.locking import check_force_target, exclusive, make_parent
 from depinduce.structures.dependency import reattach
 from depinduce.io import format_conllu
+from depinduce.io.outputs import DATASET_FORMAT, check_replaceable_folder
 from depinduce.io.conllu_format import SentIds
 from depinduce.io.lines import display_name
 
@@ -142,7 +143,7 @@ class Rendered:
 
 def render(sentence: Sentence, rule: PunctRule, options: PreprocessOptions, *, gold: bool = True) -> Rendered:
     """The strings one sentence contributes: the view always, the CoNLL-U block and tree line for gold data."""
-    is_punct = punct_mask(sentence.words, rule=rule, xpos=sentence.xpos, upos=sentence.upos)
+    is_punct = sentence_punct_mask(sentence, rule)  # the corpus's rule, read as parse and eval read it
     keep = [True] * len(is_punct) if options.keep_punct else [not p for p in is_punct]
     view = options.normalization.words(w for w, k in zip(sentence.words, keep) if k)
     out = Rendered(sentence.sent_id or "", view, sum(not p for p in is_punct), len(sentence.words))
@@ -279,12 +280,9 @@ def default_output(command: str, *, treebank: Sequence[str] = (), inputs: Sequen
 
 
 def check_output(out: Path, force: bool) -> None:
-    """Refuse an existing output (unless ``force``) before any work is done."""
-    if out.exists() or out.is_symlink():
-        if not out.is_dir():
-            raise RunDirectoryError(f"{out} exists and is not a folder; choose another --out")
-        if not force:
-            raise RunDirectoryError(f"{out} already exists; use --force to replace it")
+    """Refuse an existing output before any work is done: without ``force`` always, with it unless the folder
+    is a dataset depinduce wrote and holds nothing else (see :mod:`depinduce.io.outputs`)."""
+    check_replaceable_folder(out, force, "dataset")
 
 
 @contextmanager
@@ -301,7 +299,11 @@ def staged_output(out: Path, force: bool) -> Iterator[Path]:
     except OSError as exc:
         raise ResourceError(f"{out}: cannot create the output folder ({exc.strerror or exc})") from None
     try:
-        yield tmp
+        try:
+            yield tmp
+        except OSError as exc:  # a full disk, a quota: name the output, not <stdout>
+            raise ResourceError(f"{out}: cannot write {Path(exc.filename).name if exc.filename else 'the dataset'} "
+                                f"({exc.strerror or exc})") from None
         umask = os.umask(0)
         os.umask(umask)
         tmp.chmod(0o777 & ~umask)  # mkdtemp makes a private folder; the dataset is an ordinary one
@@ -329,7 +331,7 @@ def _write_lines(path: Path, lines: Iterable[str]) -> None:
 def _write_manifest(folder: Path, manifest: dict[str, object]) -> None:
     """Add the checksum of every file already in ``folder`` and write ``manifest.json`` beside them."""
     manifest["files"] = {p.name: {"sha256": sha256_file(p), "bytes": p.stat().st_size} for p in sorted(folder.iterdir())}
-    text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps({"format": DATASET_FORMAT, **manifest}, indent=2, ensure_ascii=False) + "\n"
     (folder / "manifest.json").write_text(text, encoding="utf-8")
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from os import PathLike
-from pathlib import Path
 
 from depinduce.data.files import read_format_json, to_json_text
+from depinduce.io.outputs import atomic_write_text
 from depinduce.structures.sentence import Sentence
 from depinduce.errors import DepinduceError, InputError, UsageError
 
@@ -79,7 +79,7 @@ class TagVocab:
         return to_json_text(self.to_dict())
 
     def save(self, path: str | PathLike[str]) -> None:
-        Path(path).write_text(self.to_json(), encoding="utf-8")
+        atomic_write_text(path, self.to_json())
 
     @classmethod
     def load(cls, path: str | PathLike[str]) -> "TagVocab":

@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-
-from nltk.tokenize import TreebankWordTokenizer
+from functools import cache
+from typing import TYPE_CHECKING
 
 from depinduce.structures.sentence import Sentence
 from depinduce.errors import InputError, NotFoundError, UsageError
 from depinduce.io.lines import display_name, read_text
+
+if TYPE_CHECKING:
+    from nltk.tokenize import TreebankWordTokenizer
 
 # Lower-cased abbreviations (without the final period) that do not end a sentence before a capitalised word.
 ABBREVIATIONS: frozenset[str] = frozenset(
@@ -53,7 +56,6 @@ _CANDIDATE = re.compile(r"[.!?]+[\"'’”)\]»]*(?=\s)")
 _OPENERS = "\"'‘“([«"
 _ACRONYM = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
 _PARAGRAPH = re.compile(r"\n[ \t\r\f\v]*\n")
-_TOKENIZER = TreebankWordTokenizer()
 
 # Han (with the iteration marks 々〆〇), Hiragana and Katakana (with the half-width forms and CJK extensions).
 _UNSPACED = re.compile("[\u3005-\u3007\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -114,9 +116,18 @@ def split_sentences(text: str, *, one_per_line: bool = False) -> list[str]:
     return [s for paragraph in _PARAGRAPH.split(text) for s in split_paragraph(paragraph)]
 
 
+@cache
+def _tokenizer() -> TreebankWordTokenizer:
+    """Made on first use: importing nltk takes a third of a second (and numpy), which `preprocess --help`,
+    reading :data:`NLTK_CORPORA`, must not wait for."""
+    from nltk.tokenize import TreebankWordTokenizer
+
+    return TreebankWordTokenizer()
+
+
 def tokenize(sentence: str) -> list[str]:
     """Treebank tokens of one sentence."""
-    return _TOKENIZER.tokenize(sentence)
+    return _tokenizer().tokenize(sentence)
 
 
 def _line_starts(text: str, sentences: Sequence[str]) -> Iterator[int]:

@@ -18,7 +18,6 @@ file in which only some sentences have one.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ from conllu.models import Token, TokenList
 
 from depinduce.structures.sentence import Sentence
 from depinduce.errors import InputError, NotFoundError, UsageError
+from depinduce.data.files import try_read_json
 from depinduce.io import parse_conllu_text
 from depinduce.io.conllu_format import text_from_tokens
 from depinduce.io.lines import display_name, read_text
@@ -183,10 +183,7 @@ def training_view_note(data_dir: str | Path) -> str | None:
 
     Read from the folder's ``manifest.json``; a folder without one (or an older one) has no such note.
     """
-    try:
-        manifest = json.loads((Path(data_dir) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    manifest = try_read_json(Path(data_dir) / "manifest.json")
     view = manifest.get("training_view") if isinstance(manifest, dict) else None
     if not isinstance(view, dict) or not view.get("transductive"):
         return None

@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from os import PathLike
-from pathlib import Path
 
 from depinduce.data.files import read_format_json, to_json_text
+from depinduce.data.schemas import MapOf, Opt, validate
+from depinduce.display import shorten
+from depinduce.io.outputs import atomic_write_text
 from depinduce.data.normalize import Normalization
 from depinduce.errors import DepinduceError, InputError, UsageError
 
@@ -23,6 +25,9 @@ MASK = "<mask>"
 SPECIALS: tuple[str, ...] = (PAD, UNK, MASK)
 FORMAT = "depinduce-vocab"
 VERSION = 1
+# vocab.json as read back: a field of the wrong type is one line naming it
+SCHEMA = {"words": [str], "counts": Opt([int]), "normalization": Opt(MapOf(bool)), "min_freq": Opt(int),
+          "max_vocab": Opt(int)}
 
 
 class Vocab:
@@ -118,15 +123,13 @@ class Vocab:
         return to_json_text(self.to_dict())
 
     def save(self, path: str | PathLike[str]) -> None:
-        Path(path).write_text(self.to_json(), encoding="utf-8")
+        atomic_write_text(path, self.to_json())
 
     @classmethod
     def load(cls, path: str | PathLike[str]) -> "Vocab":
         """Read ``vocab.json``; a malformed file is a one-line error naming it."""
-        data = read_format_json(path, "vocabulary", FORMAT)
-        words = data.get("words")
-        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
-            raise InputError(path, None, "\"words\" must be a list of strings")
+        data = validate(read_format_json(path, "vocabulary", FORMAT), SCHEMA, path)
+        words = data["words"]
         try:
             return cls(
                 words,
@@ -137,3 +140,5 @@ class Vocab:
             )
         except DepinduceError as exc:
             raise InputError(path, None, str(exc)) from None
+        except (TypeError, ValueError, AttributeError) as exc:  # a field of the wrong kind
+            raise InputError(path, None, f"not a depinduce vocabulary ({shorten(exc, 120)})") from None

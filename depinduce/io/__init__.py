@@ -54,8 +54,20 @@ def read_sentences(
     """
     if fmt not in INPUT_FORMATS:
         raise UsageError(f"unknown input format '{fmt}'; choose one of {', '.join(INPUT_FORMATS)}")
-    name = display_name(path)
-    text = read_text(path)  # read once: stdin cannot be read again after detection
+    # read once: stdin cannot be read again after detection
+    return parse_sentences_text(read_text(path), display_name(path), fmt, check_trees=check_trees,
+                                bracket_labels=bracket_labels)
+
+
+def parse_sentences_text(
+    text: str,
+    name: str,
+    fmt: str = "auto",
+    *,
+    check_trees: bool = True,
+    bracket_labels: bool | None = None,
+) -> list[Sentence]:
+    """:func:`read_sentences` on text already read; ``name`` is the file name used in error messages."""
     if fmt == "auto":
         fmt = detect_format_text(text, name)
     if fmt == "conllu":
@@ -89,6 +101,7 @@ __all__ = [
     "parse_brackets_text",
     "parse_conllu_text",
     "parse_conllx_text",
+    "parse_sentences_text",
     "parse_tabular_text",
     "read_brackets",
     "read_conllu",

@@ -18,6 +18,9 @@ caller forces it with ``labels=True/False``.  A file is read as labelled when al
    binary tree that passes test 1 (``(a (b (c d)))``) reads as labelled only as a chain of unary nodes;
 3. at least 90% of the would-be labels contain no lowercase letter (``NP``, ``PRP$``, ``-NONE-``, ``,``),
    whereas would-be labels of an unlabelled tree are words, which nearly always do.
+A file in which no node branches — every tree a unary chain over one word, as the one-word sentences of a PTB
+split are (``(NP (NP (NNS Markets)))``) — is read as labelled when *every* would-be label has no lowercase
+letter and looks like a PTB tag (``NP``, ``PRP$``, ``-NONE-``, ``,``), so such a tree is the one-word sentence ``Markets`` and not four words named after its labels.
 Otherwise the file is unlabelled, and every atom is a word.
 """
 
@@ -39,6 +42,8 @@ from depinduce.io.lines import display_name, no_sentences, read_text, split_line
 TAG_LIKE_SHARE = 0.9
 
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
+# a PTB tag or phrase label: capitals (with $, digits, -, = after the first), or a punctuation tag
+_TAG = re.compile(r"[A-Z][A-Z0-9$=-]*|-[A-Z]+-|[-,.:`'#$]+")
 
 
 @dataclass
@@ -126,7 +131,10 @@ def looks_labelled(roots: list[_Node]) -> bool:
                 labels += 1
                 tag_like += not any(ch.islower() for ch in first)
                 branching = branching or sum(isinstance(i, _Node) for i in node.items[1:]) >= 2
-    return branching and labels > 0 and tag_like >= TAG_LIKE_SHARE * labels
+    if not branching:  # only unary chains over one word: labelled when every would-be label is a tag
+        return labels > 0 and all(_TAG.fullmatch(str(node.items[0])) for root in roots
+                                  for node, _ in _walk(root) if isinstance(node.items[0], str))
+    return tag_like >= TAG_LIKE_SHARE * labels
 
 
 def _to_tree(root: _Node, labelled: bool) -> Tree:

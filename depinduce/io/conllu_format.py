@@ -319,6 +319,7 @@ def conllu_tokens(sentence: Sentence, ordinal: int, sent_ids: SentIds) -> TokenL
         for token, head, deprel, fallback in zip(words, sentence.heads, deprels, default_deprels(sentence.heads)):
             token["head"] = head
             token["deprel"] = deprel if deprel not in (None, "", "_") else fallback
+        _add_head_probs(sentence, words)
     for token in words:
         if parse_nullable_value(token.get("upos")) is None:
             token["upos"] = "X"
@@ -334,6 +335,26 @@ def conllu_tokens(sentence: Sentence, ordinal: int, sent_ids: SentIds) -> TokenL
     ordered.setdefault("text", _clean_text(str(text)))
     tokens.metadata = ordered
     return tokens
+
+
+def _add_head_probs(sentence: Sentence, words: list[Token]) -> None:
+    """``parse --probs``: append ``HeadProb=`` (the chosen head's probability, 4 decimals) to each word's MISC,
+    after what it holds (``SpaceAfter=No`` …), in a new dict so the sentence's source stays as it was."""
+    for index, token in enumerate(words):
+        prob = sentence.head_prob(index)
+        if prob is not None:
+            misc = token.get("misc")
+            token["misc"] = {**(misc if isinstance(misc, dict) else {}), "HeadProb": f"{prob:.4f}"}
+
+
+def without_enhanced_graph(tokens: TokenList) -> TokenList:
+    """A copy of ``tokens`` without the enhanced graph — DEPS ``_`` and no empty node, whose only attachment is
+    DEPS — for a sentence whose tree is a prediction: the input's enhanced graph is gold annotation that no parse
+    predicts, and kept half (DEPS without empty nodes) it fails ``udvalidate --level 2``."""
+    kept = TokenList([Token((field, None if field == "deps" else token.get(field)) for field in DEFAULT_FIELDS)
+                      for token in tokens if not (isinstance(token.get("id"), tuple) and token["id"][1] == ".")])
+    kept.metadata = Metadata(getattr(tokens, "metadata", None) or {})
+    return kept
 
 
 def plain_conllu_tokens(sentence: Sentence, ordinal: int) -> TokenList:
@@ -381,6 +402,7 @@ __all__ = [
     "space_after_from_text",
     "text_from_tokens",
     "plain_conllu_tokens",
+    "without_enhanced_graph",
     "write_conllu",
     "write_conllu_full",
 ]

@@ -2,7 +2,9 @@
 
 Keys: ``sent_id`` (the sentence's own id, else its 1-based ordinal in the output, as the CoNLL-U writer
 generates), ``words``, ``heads`` (1-based, 0 = ROOT, or null), ``deprels`` (as given, or null — unlike the
-CoNLL writers nothing is invented), ``tree`` (the bracket string of :func:`tree_to_brackets`, or null).
+CoNLL writers nothing is invented), ``tree`` (the bracket string of :func:`tree_to_brackets`, or null); with
+``parse --probs`` also ``head_probs``: per word, its head distribution ``[p(ROOT), p(word 1), …, p(word n)]``
+(6 decimals), or null for punctuation, which depinduce attaches by rule rather than by the model.
 Non-ASCII characters are written as themselves (UTF-8), not escaped.
 """
 
@@ -18,13 +20,16 @@ from depinduce.io.brackets import tree_to_brackets
 
 def sentence_to_json(sentence: Sentence, ordinal: int = 1) -> dict[str, Any]:
     """The JSON object for one sentence."""
-    return {
+    record: dict[str, Any] = {
         "sent_id": sentence.sent_id if sentence.sent_id is not None else str(ordinal),
         "words": list(sentence.words),
         "heads": list(sentence.heads) if sentence.heads is not None else None,
         "deprels": list(sentence.deprels) if sentence.deprels is not None else None,
         "tree": tree_to_brackets(sentence.tree) if sentence.tree is not None else None,
     }
+    if sentence.head_probs is not None:
+        record["head_probs"] = [None if row is None else [round(p, 6) for p in row] for row in sentence.head_probs]
+    return record
 
 
 def write_jsonl(sentences: Iterable[Sentence], stream: TextIO) -> int:

@@ -9,14 +9,20 @@ byte-order mark) is normalised here once.
 
 from __future__ import annotations
 
+import codecs
+import errno
+import os
 import sys
 from dataclasses import dataclass
 from os import PathLike
-from pathlib import Path
+from typing import BinaryIO
 
 from depinduce.errors import InputError, NotFoundError, ResourceError
 
 STDIN_NAME = "<stdin>"
+# No line of a text, CoNLL or bracket file comes near this; /dev/zero's endless line does at once.
+MAX_LINE_BYTES = 2**20
+_CHUNK_BYTES = 2**20
 
 
 @dataclass(frozen=True)
@@ -43,18 +49,54 @@ def display_name(path: str | PathLike[str]) -> str:
     return STDIN_NAME if str(path) == "-" else str(path)
 
 
-def read_bytes(path: str | PathLike[str]) -> bytes:
-    """The raw content of ``path`` (``-`` = standard input); unreadable files are a one-line error."""
-    if str(path) == "-":
-        return sys.stdin.buffer.read()
+def _open(path: str | PathLike[str]) -> BinaryIO:
     try:
-        return Path(path).read_bytes()
+        if os.path.isdir(path):
+            raise IsADirectoryError(errno.EISDIR, "is a directory")
+        return open(path, "rb")  # noqa: SIM115 - closed by read_bytes
     except IsADirectoryError as exc:
         raise NotFoundError(f"{path}: is a directory, not a file") from exc
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise NotFoundError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except OSError as exc:  # permissions, I/O errors: the file is there but cannot be read
         raise ResourceError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+
+
+def read_bytes(path: str | PathLike[str]) -> bytes:
+    """The raw content of ``path`` (``-`` = standard input, a pipe or a device streams as well), read a chunk at
+    a time so that what is not text fails at once, in one line, instead of filling the memory: a line longer than
+    :data:`MAX_LINE_BYTES` (``/dev/zero``) or bytes that are not UTF-8 (``/dev/urandom``)."""
+    name = display_name(path)
+    stream = sys.stdin.buffer if str(path) == "-" else _open(path)
+    chunks: list[bytes] = []
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    lines = 1
+    since_newline = 0
+    try:
+        while True:
+            try:
+                chunk = stream.read(_CHUNK_BYTES)
+            except OSError as exc:
+                if stream is sys.stdin.buffer:
+                    raise  # the command's handler names the standard stream
+                raise ResourceError(f"{name}: cannot read ({exc.strerror or exc})") from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError:
+                decode_utf8(b"".join(chunks), name)  # raises, locating the first bad byte
+            last = chunk.rfind(b"\n")
+            since_newline = since_newline + len(chunk) if last < 0 else len(chunk) - last - 1
+            lines += chunk.count(b"\n")
+            if since_newline > MAX_LINE_BYTES:
+                raise InputError(name, lines, f"a line longer than {MAX_LINE_BYTES // 2**20} MiB: not a text file "
+                                              "depinduce reads")
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    return b"".join(chunks)
 
 
 def decode_utf8(data: bytes, name: str) -> str:

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from os import PathLike
 
 from depinduce.data.normalize import Normalization
-from depinduce.data.punct import PunctRule, auto_rule, is_punct_form, punct_mask
+from depinduce.data.punct import is_punct_form, sentence_punct_mask, sentence_punct_rule
 from depinduce.structures.sentence import Sentence
 from depinduce.errors import InputError, UsageError
 from depinduce.metrics.constituency import SpanCounts, score_spans
 from depinduce.metrics.dependency import DependencyCounts, score_heads
 from depinduce.metrics.protocol import PUNCT_RULES, Protocol
 from depinduce.structures.dependency import reattach, subtree_spans, tree_problem
-from depinduce.structures.spans import labelled_spans, restrict_spans, scored_spans, tree_tags
+from depinduce.structures.spans import labelled_spans, restrict_spans, scored_spans
 
 # (name, first length, last length or None for open-ended): the --by-length buckets of evaluation.md.
 LENGTH_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
@@ -128,19 +128,9 @@ def evaluate(
     counts or tokens, heads outside the sentence, or when nothing can be scored.
     """
     gold_name, pred_name = str(gold_path), str(pred_path)
-    if punct_rule not in PUNCT_RULES:
-        raise UsageError(f"unknown punctuation rule {punct_rule!r}; choose one of {', '.join(PUNCT_RULES)}")
+    _check_pairing(gold, pred, gold_name, pred_name, punct_rule)
     if max_length is not None and max_length < 1:
         raise UsageError(f"--max-length must be at least 1, not {max_length}")
-    if len(gold) != len(pred):
-        # point at the first sentence without a counterpart, in the longer file
-        longer, name, other = (pred, pred_name, gold_name) if len(pred) > len(gold) else (gold, gold_name, pred_name)
-        first = longer[min(len(gold), len(pred))]
-        raise InputError(
-            name, first.line,
-            f"sentence {min(len(gold), len(pred)) + 1} has no counterpart in {other}: {gold_name} has {len(gold)} "
-            f"sentences but {pred_name} has {len(pred)}; a prediction needs exactly one sentence per gold sentence"
-        )
     gold_heads = _has_all(gold, "heads", gold_name)
     pred_heads = _has_all(pred, "heads", pred_name)
     gold_trees = _has_all(gold, "tree", gold_name)
@@ -179,6 +169,67 @@ def evaluate(
     return EvalResult(gold_name, pred_name, protocol, overall, buckets)
 
 
+@dataclass(frozen=True)
+class Alignment:
+    """How ``eval`` pairs one gold sentence with its prediction: the tokens it scores on each side.
+
+    ``how``: ``full`` (the prediction has the gold's tokens), ``aligned`` (it has extra punctuation the gold
+    lacks) or ``stripped`` (it has only the gold's scored tokens)."""
+
+    gold_keep: list[bool]
+    pred_keep: list[bool]
+    how: str
+
+    def heads(self, gold: Sentence, pred: Sentence) -> tuple[list[int], list[int]]:
+        """Gold and predicted heads over the scored words (1-based among them, 0 = ROOT), each word whose head
+        was left out re-attached to its nearest scored ancestor: what DDA compares."""
+        assert gold.heads is not None and pred.heads is not None
+        return reattach(gold.heads, self.gold_keep), reattach(pred.heads, self.pred_keep)
+
+    def spans(self, gold: Sentence, pred: Sentence, *, gold_all: list[tuple[str, int, int]] | None = None,
+              pred_all: list[tuple[str, int, int]] | None = None,
+              ) -> tuple[list[tuple[str, int, int]], set[tuple[int, int]]]:
+        """The gold's labelled spans and the predicted span set over the scored words, as UF1 compares them
+        (the prediction's tree, else its heads' subtree spans); ``gold_all``/``pred_all``: the trees' spans, when
+        the caller has them already."""
+        assert gold.tree is not None
+        n = sum(self.gold_keep)
+        gold_labelled = restrict_spans(gold_all or labelled_spans(gold.tree), self.gold_keep)
+        if pred.tree is not None:
+            predicted = restrict_spans(pred_all or labelled_spans(pred.tree), self.pred_keep)
+            return gold_labelled, scored_spans(predicted, n)
+        assert pred.heads is not None
+        pred_heads = reattach(pred.heads, self.pred_keep)
+        return gold_labelled, {(a, b) for a, b in subtree_spans(pred_heads) if 1 < b - a < n}
+
+
+def align(gold: Sequence[Sentence], pred: Sequence[Sentence], *, keep_punct: bool = False, punct_rule: str = "auto",
+          gold_path: str | PathLike[str] = "gold", pred_path: str | PathLike[str] = "prediction") -> list[Alignment]:
+    """Pair every gold sentence with its prediction exactly as :func:`evaluate` pairs them (the same punctuation,
+    the same alignment, the same one-line errors), for what shows the scored tokens (``depinduce show --gold``)."""
+    gold_name, pred_name = str(gold_path), str(pred_path)
+    _check_pairing(gold, pred, gold_name, pred_name, punct_rule)
+    protocol = Protocol(keep_punct=keep_punct, punct_rule=punct_rule)
+    scorer = _SentenceScorer(gold_name, pred_name, protocol, labelled=False, do_dep=False, do_con=False)
+    return [scorer.align(number, g, p) for number, (g, p) in enumerate(zip(gold, pred), start=1)]
+
+
+def _check_pairing(gold: Sequence[Sentence], pred: Sequence[Sentence], gold_name: str, pred_name: str,
+                   punct_rule: str) -> None:
+    """A known punctuation rule and one prediction per gold sentence, or a located error."""
+    if punct_rule not in PUNCT_RULES:
+        raise UsageError(f"unknown punctuation rule {punct_rule!r}; choose one of {', '.join(PUNCT_RULES)}")
+    if len(gold) != len(pred):
+        # point at the first sentence without a counterpart, in the longer file
+        longer, name, other = (pred, pred_name, gold_name) if len(pred) > len(gold) else (gold, gold_name, pred_name)
+        first = longer[min(len(gold), len(pred))]
+        raise InputError(
+            name, first.line,
+            f"sentence {min(len(gold), len(pred)) + 1} has no counterpart in {other}: {gold_name} has {len(gold)} "
+            f"sentences but {pred_name} has {len(pred)}; a prediction needs exactly one sentence per gold sentence"
+        )
+
+
 class _SentenceScorer:
     """Aligns one gold/predicted pair, strips punctuation and returns its counts (None when not scored)."""
 
@@ -192,41 +243,46 @@ class _SentenceScorer:
         self.do_dep = do_dep
         self.do_con = do_con
 
+    def align(self, number: int, g: Sentence, p: Sentence) -> Alignment:
+        """The scored tokens of one pair (the gold's punctuation rule, then the prediction checked against it)."""
+        keep = self._keep_mask(g)
+        pred_keep = self._align(number, g, p, keep, sum(keep))
+        if pred_keep is None:
+            return Alignment(keep, [True] * len(p.words), "stripped")
+        return Alignment(keep, pred_keep, "full" if pred_keep is keep else "aligned")
+
     def score(self, number: int, g: Sentence, p: Sentence) -> Scores | None:
         protocol = self.protocol
         n_full = len(g.words)
-        keep = self._keep_mask(g)
+        pair = self.align(number, g, p)
+        keep = pair.gold_keep
         n = sum(keep)
         protocol.gold_tokens += n_full
         protocol.removed_tokens += n_full - n
-        pred_keep = self._align(number, g, p, keep, n)
-        full = pred_keep is not None
         if n == 0:
             protocol.sentences_empty += 1
             return None
         if protocol.max_length is not None and n > protocol.max_length:
             protocol.sentences_over_max += 1
             return None
-        if pred_keep is keep:
+        if pair.how == "full":
             protocol.pred_full += 1
-        elif full:
+        elif pair.how == "aligned":
             protocol.pred_aligned += 1
         else:
             protocol.pred_stripped += 1
         scores = Scores(sentences=1, tokens=n)
-        pred_heads: list[int] | None = None
         if p.heads is not None:
             self._check_heads(self.pred_name, number, p)
-            pred_heads = reattach(p.heads, pred_keep) if pred_keep is not None else list(p.heads)
         if self.do_dep:
-            assert g.heads is not None and pred_heads is not None
+            assert g.heads is not None and p.heads is not None
             self._check_heads(self.gold_name, number, g)
-            gold_heads = reattach(g.heads, keep)
+            gold_heads, pred_heads = pair.heads(g, p)
             gold_labels = pred_labels = None
             if self.labelled:
                 assert g.deprels is not None and p.deprels is not None
                 gold_labels = _kept(g.deprels, keep)
-                pred_labels = _kept(p.deprels, pred_keep) if pred_keep is not None else list(p.deprels)
+                pred_labels = _kept(p.deprels, pair.pred_keep)
             scores.dependency = score_heads(
                 gold_heads,
                 pred_heads,
@@ -235,33 +291,22 @@ class _SentenceScorer:
                 pred_well_formed=tree_problem(p.heads) is None,
             )
         if self.do_con and n >= 2:
-            assert g.tree is not None
             gold_all = self._tree_spans(self.gold_name, number, g)
-            gold_labelled = restrict_spans(gold_all, keep)
-            gold_spans = scored_spans(gold_labelled, n)
-            if p.tree is not None:
-                pred_all = self._tree_spans(self.pred_name, number, p)
-                pred_spans = scored_spans(restrict_spans(pred_all, pred_keep) if pred_keep is not None else pred_all, n)
-            else:
-                assert pred_heads is not None
-                pred_spans = {(a, b) for a, b in subtree_spans(pred_heads) if b - a > 1 and b - a < n}
-            scores.constituency = score_spans(gold_spans, pred_spans, gold_labelled=gold_labelled)
+            pred_all = self._tree_spans(self.pred_name, number, p) if p.tree is not None else None
+            gold_labelled, pred_spans = pair.spans(g, p, gold_all=gold_all, pred_all=pred_all)
+            scores.constituency = score_spans(scored_spans(gold_labelled, n), pred_spans, gold_labelled=gold_labelled)
         elif self.do_con:
             scores.constituency = SpanCounts()
         return scores
 
     def _keep_mask(self, g: Sentence) -> list[bool]:
-        """Which gold tokens are scored, by the requested (or automatically chosen) punctuation rule."""
+        """Which gold tokens are scored: all with ``keep_punct``, else those the one punctuation rule
+        (:func:`~depinduce.data.punct.sentence_punct_mask`, which ``parse`` hides by too) does not remove."""
         if self.protocol.keep_punct:
             return [True] * len(g.words)
-        rule = self.protocol.punct_rule
-        xpos = g.xpos
-        if xpos is None and g.tree is not None and len(g.tree.leaves()) == len(g.words):
-            xpos = [tag or "_" for tag in tree_tags(g.tree)]
-        chosen: PunctRule = auto_rule(g.metadata, g.upos, xpos) if rule == "auto" else rule  # type: ignore[assignment]
+        chosen = sentence_punct_rule(g, self.protocol.punct_rule)  # type: ignore[arg-type]
         self.protocol.rules_used[chosen] += 1
-        mask = punct_mask(g.words, rule=chosen, xpos=xpos, upos=g.upos)
-        return [not is_punct for is_punct in mask]
+        return [not is_punct for is_punct in sentence_punct_mask(g, chosen)]
 
     def _align(self, number: int, g: Sentence, p: Sentence, keep: list[bool], n: int) -> list[bool] | None:
         """Check the predicted tokens against the gold ones.

@@ -21,14 +21,16 @@ _PTB_TAGS_TEXT = " ".join(
 )
 
 RULE_TEXT: dict[str, str] = {
-    "ptb": f"PTB word-tag filter on XPOS (removes {_PTB_TAGS_TEXT})",
+    "ptb": f"PTB word-tag filter on the PTB tags, XPOS or else CPOSTAG/UPOS (removes {_PTB_TAGS_TEXT})",
     "ud": "UD rule (removes UPOS PUNCT; SYM is kept)",
-    "shape": "token shape (removes tokens made only of punctuation characters; no tags available)",
+    "shape": "token shape (removes tokens made only of punctuation characters; symbols such as $ % & # are "
+             "kept; no tags available)",
 }
 
 AUTO_RULE_TEXT = (
-    "rule chosen per gold sentence: '# punct_rule = ...' metadata if present, else UD rule when gold UPOS is "
-    "present, else PTB rule when gold XPOS is present, else token shape"
+    "rule chosen per gold sentence, as parse chooses what it hides: '# punct_rule = ...' metadata if present, "
+    "else UD rule when the gold UPOS column holds UD tags, else PTB rule when either POS column holds PTB tags, "
+    "else token shape"
 )
 
 REATTACH_TEXT = (

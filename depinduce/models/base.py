@@ -7,7 +7,7 @@ outside the backends, so every backend gets every decoder and format for free.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -19,6 +19,8 @@ from depinduce.errors import ModelError
 from depinduce.io.initial_graphs import InitialGraph
 
 Objective = Literal["mlm", "lm", "supervised", "em", "likelihood", "none"]
+# Where ``parse --probs`` reads each word's head distribution (see :attr:`Backend.head_probs`).
+HeadProbs = Literal["scores", "decoded", "none"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,17 @@ class OwnDecoder:
     decode: Callable[[ParseScores], list[int]]  # one sentence's scores -> n heads (1-based, 0 = ROOT)
 
 
+def described_decoders(descriptions: Mapping[str, str],
+                       decoders: Mapping[str, Callable[[ParseScores], list[int]]]) -> dict[str, OwnDecoder]:
+    """A backend's :attr:`Backend.own_decoders` from its light metadata (name -> description, the
+    ``depinduce.decoders`` entry point that ``--help`` reads without importing the backend) and its decode
+    functions; both must name the same decoders, so help lists exactly what the backend takes."""
+    if set(descriptions) != set(decoders):
+        raise ValueError(f"own decoders described ({', '.join(sorted(descriptions))}) and implemented "
+                         f"({', '.join(sorted(decoders))}) differ")
+    return {name: OwnDecoder(description, decoders[name]) for name, description in descriptions.items()}
+
+
 class Backend(ABC):
     """Base class of all model backends.
 
@@ -98,8 +111,17 @@ class Backend(ABC):
     # The decoder ``parse`` uses when the user names none: a trained run's own (the ``train.decoder`` its dev
     # scores and model selection used; the bundled model's card names its own), ``mst`` otherwise.
     default_decoder: str = "mst"
+    # The file ``default_decoder`` was read from (a run's config.yaml), so an error about it names that file.
+    decoder_source: str | None = None
     # The authors' decoders, by name (see :class:`OwnDecoder`); ``depinduce models`` and ``parse --help`` list them.
     own_decoders: ClassVar[dict[str, OwnDecoder]] = {}
+    # What ``parse --probs`` (``probs=True``) reads as each word's probability distribution over its head:
+    # "scores" — ``ParseScores.heads`` are already that distribution's log-probabilities (each dependent's row over
+    # ROOT and the other words sums to 1: a marginal or softmax the model computes anyway); "decoded" — the
+    # backend decides its tree without any distribution (the baselines), so the decoded head has probability 1;
+    # "none" — the model computes no head distribution (span models), and ``--probs`` is refused before parsing.
+    # Read from the model's own output, never from a changed forward pass.
+    head_probs: HeadProbs = "none"
 
     @classmethod
     @abstractmethod
@@ -120,6 +142,14 @@ class Backend(ABC):
         """Refine at most ``iterations`` times (``parse --iterations``); only refining backends have iterations."""
         raise ModelError(f"model '{self.name}' does not refine a graph; --iterations applies to refining "
                          "backends (rngtr)")
+
+    def word_head_probs(self, scores: ParseScores) -> torch.Tensor:
+        """One sentence's head distribution for ``head_probs == "scores"``: n×(n+1), row i−1 = word i, column 0 =
+        ROOT, each row summing to 1.  By default ``scores.heads`` exponentiated (they are its log-probabilities);
+        a backend whose ROOT column is a score rather than a probability overrides this."""
+        if scores.heads is None:
+            raise ModelError(f"model '{self.name}' gave no head scores to read probabilities from")
+        return scores.heads[1:].exp()
 
     def parse_sentences(self, sentences: Sequence[Sentence],
                         init: Sequence[InitialGraph | None] | None = None) -> list[ParseScores]:

@@ -9,14 +9,15 @@ its scores beside right-branching's, measured by ``parse`` + ``eval``.  ``card.j
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from depinduce.checksum import sha256_file
-from depinduce.errors import ModelError
+from depinduce.data.run_files import read_card, read_manifest, read_run_config
+from depinduce.errors import DepinduceError, ModelError
 
 BUNDLED_NAME = "default"
 RUNS_DIR = Path("runs")
@@ -27,11 +28,11 @@ def bundled_dir() -> Path:
 
 
 def model_card() -> dict[str, Any]:
-    """The bundled model's card (``card.json``)."""
+    """The bundled model's card (``card.json``), checked against its schema."""
     path = bundled_dir() / "card.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        return read_card(path)
+    except DepinduceError as exc:
         raise ModelError(f"{path}: the bundled model's card is missing or unreadable ({exc}); "
                          "reinstall depinduce") from exc
 
@@ -48,24 +49,38 @@ def verified_bundled_dir() -> Path:
 
 def _finished(run_dir: Path) -> float | None:
     """When the run last finished (manifest.json's modification time), or None if it has not (no model.pt, or
-    its latest start has no 'finished' record)."""
+    its latest start has no 'finished' record).  A run stopped by its budget or by Ctrl-C/SIGTERM counts: it
+    stopped cleanly and kept its best model; ``parse`` then says how it ended and how good it is.  A damaged
+    manifest or config is an :class:`InputError` naming the file and the field."""
     if not (run_dir / "model.pt").is_file() or not (run_dir / "config.yaml").is_file():
         return None
     manifest = run_dir / "manifest.json"
-    try:
-        runs = json.loads(manifest.read_text(encoding="utf-8")).get("runs") or []
-    except (OSError, ValueError, AttributeError):
+    if not manifest.exists():
         return None
-    if not runs or not isinstance(runs[-1], dict) or "finished" not in runs[-1]:
+    runs = read_manifest(manifest)["runs"]
+    read_run_config(run_dir / "config.yaml")
+    if not runs or "finished" not in runs[-1]:
         return None
     return manifest.stat().st_mtime
 
 
-def newest_finished_run(root: Path = RUNS_DIR) -> Path | None:
-    """The most recently finished run directly under ``root``."""
+def newest_finished_run(root: Path = RUNS_DIR, warn: Callable[[str], None] | None = None) -> Path | None:
+    """The most recently finished run directly under ``root``; a run whose files are damaged is skipped, with
+    a line to ``warn`` saying why, so one broken run does not take the others down."""
     if not root.is_dir():
         return None
-    finished = [(when, path) for path in root.iterdir() if path.is_dir() and (when := _finished(path)) is not None]
+    finished = []
+    for path in sorted(root.iterdir()):
+        if not path.is_dir():
+            continue
+        try:
+            when = _finished(path)
+        except DepinduceError as exc:
+            if warn is not None:
+                warn(f"warning: skipped {path}: {exc}")
+            continue
+        if when is not None:
+            finished.append((when, path))
     return max(finished)[1] if finished else None
 
 
@@ -75,13 +90,16 @@ class ModelChoice:
 
     target: str  # a run directory or a registered name, as load_model takes it
     reason: str
+    warnings: tuple[str, ...] = ()  # runs skipped because their files are damaged
 
 
 def default_model_choice(root: Path = RUNS_DIR) -> ModelChoice:
-    run = newest_finished_run(root)
+    skipped: list[str] = []
+    run = newest_finished_run(root, skipped.append)
     if run is not None:
-        return ModelChoice(str(run), f"parse: using {run} (the most recently finished run under {root}/)")
+        return ModelChoice(str(run), f"parse: using {run} (the most recently finished run under {root}/)",
+                           tuple(skipped))
     card = model_card()
     return ModelChoice(BUNDLED_NAME, f"parse: no finished run under {root}/; using the bundled default model "
                                      f"({card.get('summary', card.get('backend', ''))}; `depinduce models` shows "
-                                     "its card)")
+                                     "its card)", tuple(skipped))

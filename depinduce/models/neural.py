@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from depinduce.data.files import load_yaml, read_text_file
+from depinduce.data.run_files import read_run_config
 from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
 from depinduce.errors import InputError, ModelError, NotFoundError, RecipeError
@@ -55,6 +55,8 @@ def torch_load_weights_only(path: Path) -> Any:
 def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
     """Read a checkpoint with ``weights_only=True``; a missing, corrupted or foreign file is a one-line error."""
     if not path.is_file():
+        if path.exists():
+            raise ModelError(f"{path}: is not a regular file (a FIFO, device or folder); a checkpoint is a file")
         raise NotFoundError(f"{path}: checkpoint not found")
     try:
         state = torch_load_weights_only(path)
@@ -63,6 +65,20 @@ def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ModelError(f"{path}: not a model state dict")
     return state
+
+
+def _blame_vocab(model: torch.nn.Module, state: Mapping[str, torch.Tensor], run_dir: Path, size: int) -> None:
+    """When every shape that differs from ``model.pt`` is the vocabulary's size, the vocabulary is what does not
+    belong to the run: say so, naming ``vocab.json``."""
+    expected = model.state_dict()
+    trained = [tensor.shape[k] for key, tensor in state.items() if key in expected
+               and len(expected[key].shape) == len(tensor.shape)
+               for k, want in enumerate(expected[key].shape) if want != tensor.shape[k] and want == size]
+    differing = [key for key, tensor in state.items() if key in expected and expected[key].shape != tensor.shape]
+    if trained and len(trained) >= len(differing):
+        raise InputError(run_dir / "vocab.json", None, f"has {size:,} entries, but {run_dir / 'model.pt'} was "
+                                                       f"trained on a vocabulary of {trained[0]:,}: it is not this "
+                                                       "run's vocabulary")
 
 
 def pad_batch(rows: Sequence[Sequence[int]], pad_index: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -118,9 +134,7 @@ class NeuralBackend(Backend, torch.nn.Module):
                 f"'depinduce train --model {cls.name}' to --model"
             )
         config_path = run_dir / "config.yaml"
-        config = load_yaml(read_text_file(config_path, "run configuration"), config_path) or {}
-        if not isinstance(config, dict):
-            raise InputError(config_path, None, "not a run configuration (a mapping with model, model_config)")
+        config = read_run_config(config_path)
         vocab = Vocab.load(run_dir / "vocab.json")
         tags = TagVocab.load(run_dir / "tags.json") if cls.needs_tags else None
         model = cls.from_config(config.get("model_config"), vocab, where=str(config_path), tags=tags)
@@ -128,11 +142,13 @@ class NeuralBackend(Backend, torch.nn.Module):
         try:
             model.load_state_dict(state)
         except RuntimeError as exc:
+            _blame_vocab(model, state, run_dir, len(vocab))
             first = str(exc).strip().splitlines()[0]
             raise ModelError(f"{run_dir / 'model.pt'}: does not fit the configured model ({first})") from exc
         train = config.get("train")
         if isinstance(train, dict) and isinstance(train.get("decoder"), str):
             model.default_decoder = train["decoder"]  # parse decodes as the run's dev evaluation did
+            model.decoder_source = str(config_path)  # so a bad one is blamed on the run's config, not the user
         model.to(device)
         model.eval()
         return model

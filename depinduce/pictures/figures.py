@@ -5,7 +5,9 @@ its height set by how many arcs it spans so that nested arcs never overlap, an a
 relation label on top; the root word gets an arrow from above.  Arcs to punctuation are drawn lighter (class
 ``punct``).  When the sentence has a constituency tree it hangs below the words, the root at the bottom.
 
-Compared with a gold sentence over the same tokens (``depinduce show --gold``), an arc whose head is wrong is red
+Compared with a gold sentence (``depinduce show --gold``), paired and scored as ``eval`` pairs and scores them
+(punctuation by the gold's rule is never wrong and drawn dim, a prediction may hold punctuation the gold lacks,
+a word whose head was punctuation is judged after re-attachment), an arc whose head is wrong is red
 (class ``wrong``) and the gold arc is drawn dashed beside it (class ``gold``); a label wrong under the right head
 is red; a predicted constituent that is not in the gold tree is red, and each gold span missing from the
 predicted tree is a highlighted bar under the tree (class ``missing``).
@@ -13,8 +15,12 @@ predicted tree is a highlighted bar under the tree (class ``missing``).
 ``--format svg`` writes one SVG document with the sentences stacked top to bottom; an SVG's size is fixed in
 its opening tag, so that writer keeps each rendered figure (text, not the sentences) until the input ends.
 ``--format html`` streams: a self-contained page (inline CSS, no network) with one ``<figure>`` per sentence.
-Its small inline script records each word's rendered width (``data-width``), which is how the tests check in a
-real browser that every token was drawn.
+Each figure is scaled down to fit the window (a 48-word sentence is some 3,800 px wide); a click on it shows it
+at full size, scrolling sideways.  Hovering a word highlights its arcs — to its head and to its dependents — and
+dims the others.  The page's small inline script does both, and records each word's rendered width
+(``data-width``) and each figure's (``data-rendered-width``), which is how the tests check in a real browser
+that every token was drawn and that the figure fits.  ``show --format svg --out-dir DIR`` writes one standalone
+SVG per sentence (:func:`write_svg_files`).
 """
 
 from __future__ import annotations
@@ -29,10 +35,11 @@ from typing import TextIO
 from nltk import Tree
 
 from depinduce.data.punct import sentence_punct_mask
-from depinduce.errors import InputError, UsageError
+from depinduce.errors import UsageError
 from depinduce.io import read_sentences
 from depinduce.io.lines import display_name
-from depinduce.metrics.evaluate import model_view
+from depinduce.metrics.dependency import universal_label
+from depinduce.metrics.evaluate import Alignment, align
 from depinduce.structures.sentence import Sentence
 from depinduce.structures.spans import is_preterminal, labelled_spans
 
@@ -96,8 +103,10 @@ def _text_px(text: str, size: int) -> float:
 class Marks:
     """What differs between a predicted sentence and its gold: drives the colours (pictures) and ``✗`` (text)."""
 
-    gold_heads: list[int] | None = None
+    gold_heads: list[int] | None = None  # per predicted token: its gold head, in the prediction's positions
     gold_deprels: list[str] | None = None
+    scored: int = 0  # the words ``eval`` scores (punctuation left out)
+    unscored: set[int] = field(default_factory=set)  # 1-based predicted tokens ``eval`` leaves out
     wrong_heads: set[int] = field(default_factory=set)  # 1-based dependents whose head is wrong
     wrong_labels: set[int] = field(default_factory=set)  # right head, wrong label
     wrong_spans: set[tuple[int, int]] = field(default_factory=set)  # predicted constituents not in the gold
@@ -113,47 +122,68 @@ def _spans(tree: Tree) -> dict[tuple[int, int], str]:
     return spans
 
 
-def compare(pred: Sentence, gold: Sentence) -> Marks:
-    """The differences of ``pred`` from ``gold`` (same tokens: see :func:`check_same_tokens`)."""
-    marks = Marks(gold_heads=list(gold.heads) if gold.heads is not None else None,
-                  gold_deprels=list(gold.deprels) if gold.deprels is not None else None)
+def compare(pred: Sentence, gold: Sentence, pair: Alignment | None = None) -> Marks:
+    """The differences of ``pred`` from ``gold`` over the tokens ``eval`` scores: punctuation (the gold's rule) is
+    never wrong, and a word whose head was punctuation is judged after re-attachment, as DDA judges it.
+
+    ``pair``: the two sentences' alignment from :func:`depinduce.metrics.evaluate.align` (computed here when not
+    given), so a prediction with punctuation the gold lacks is compared too."""
+    if pair is None:
+        pair = align([gold], [pred])[0]
+    positions = [i for i, kept in enumerate(pair.pred_keep, start=1) if kept]  # each scored word's position
+
+    def placed(head: int) -> int:
+        return positions[head - 1] if head else 0
+
+    marks = Marks(scored=len(positions), unscored={i for i, kept in enumerate(pair.pred_keep, start=1) if not kept})
     if pred.heads is not None and gold.heads is not None:
-        labelled = (pred.deprels is not None and gold.deprels is not None
-                    and any(label.split(":")[0] not in _UNLABELLED for label in pred.deprels))
-        for i, (p, g) in enumerate(zip(pred.heads, gold.heads), start=1):
+        gold_heads, pred_heads = pair.heads(gold, pred)
+        gold_labels = [label for label, kept in zip(gold.deprels or [], pair.gold_keep) if kept]
+        pred_labels = pred.deprels or []
+        marks.gold_heads = list(pred.heads)
+        marks.gold_deprels = list(pred_labels) if pred.deprels is not None and gold_labels else None
+        # labels an unlabelled parse writes say nothing against the gold's; compared as LAS compares them
+        labelled = marks.gold_deprels is not None and any(universal_label(label) not in _UNLABELLED
+                                                          for label in pred_labels)
+        for j, (g, p) in enumerate(zip(gold_heads, pred_heads)):
+            i = positions[j]
+            marks.gold_heads[i - 1] = placed(g)
+            if marks.gold_deprels is not None:
+                marks.gold_deprels[i - 1] = gold_labels[j]
             if p != g:
                 marks.wrong_heads.add(i)
-            elif labelled and pred.deprels[i - 1] != gold.deprels[i - 1]:  # type: ignore[index]
+            elif labelled and universal_label(pred_labels[i - 1]) != universal_label(gold_labels[j]):
                 marks.wrong_labels.add(i)
-    if pred.tree is not None and gold.tree is not None:
-        predicted, wanted = _spans(pred.tree), _spans(gold.tree)
-        marks.wrong_spans = {span for span in predicted if span not in wanted}
-        marks.missing_spans = sorted((label, a, b) for (a, b), label in wanted.items() if (a, b) not in predicted)
+    if gold.tree is not None and (pred.tree is not None or pred.heads is not None):
+        gold_labelled, predicted = pair.spans(gold, pred)
+        wanted: dict[tuple[int, int], str] = {}
+        for label, a, b in gold_labelled:
+            if 1 < b - a < len(positions):
+                wanted.setdefault((a, b), label)
+        marks.missing_spans = sorted((label, placed(a + 1) - 1, placed(b)) for (a, b), label in wanted.items()
+                                     if (a, b) not in predicted)
+        if pred.tree is not None:
+            marks.wrong_spans = {(a, b) for a, b in _spans(pred.tree) if _scored_span(a, b, pair.pred_keep) and
+                                 _restricted(a, b, pair.pred_keep) not in wanted}
     return marks
 
 
-def check_same_tokens(pred: Sequence[Sentence], gold: Sequence[Sentence], pred_name: str, gold_name: str) -> None:
-    """Pictures compare token by token: refuse, in one located line, files whose sentences or tokens differ.
+def unscored_mask(sentence: Sentence, marks: Marks | None) -> list[bool]:
+    """The tokens drawn dim: against a gold, those ``eval`` leaves out; alone, the sentence's own punctuation."""
+    if marks is None:
+        return sentence_punct_mask(sentence)
+    return [i in marks.unscored for i in range(1, len(sentence.words) + 1)]
 
-    Forms match as ``depinduce eval`` matches them (case-insensitively, or the models' normalisation of the gold
-    form)."""
 
-    if len(pred) != len(gold):
-        longer, name = (pred, pred_name) if len(pred) > len(gold) else (gold, gold_name)
-        first = longer[min(len(pred), len(gold))]
-        raise InputError(name, first.line, f"{pred_name} has {len(pred)} sentences but {gold_name} has "
-                                           f"{len(gold)}; they are compared sentence by sentence")
-    for number, (p, g) in enumerate(zip(pred, gold), start=1):
-        for i, (pf, gf) in enumerate(zip(p.words, g.words)):
-            if pf.lower() != gf.lower() and pf.lower() != model_view(gf):
-                raise InputError(pred_name, p.line_of(i), f"sentence {number}: token {i + 1} is '{pf}' but "
-                                                          f"'{gf}' in the gold ({gold_name})")
-        if len(p.words) != len(g.words):
-            raise InputError(pred_name, p.line, f"sentence {number} has {len(p.words)} tokens but "
-                                                f"{len(g.words)} in the gold ({gold_name})")
-        if g.tree is not None and len(g.tree.leaves()) != len(g.words):
-            raise InputError(gold_name, g.line, f"sentence {number}: the tree has {len(g.tree.leaves())} leaves "
-                                                f"for {len(g.words)} tokens")
+def _restricted(a: int, b: int, keep: Sequence[bool]) -> tuple[int, int]:
+    """A predicted span over the scored words only (as UF1 restricts it)."""
+    return sum(keep[:a]), sum(keep[:b])
+
+
+def _scored_span(a: int, b: int, keep: Sequence[bool]) -> bool:
+    """True when the span, over the scored words, is one UF1 counts (more than one word, not all of them)."""
+    start, end = _restricted(a, b, keep)
+    return 1 < end - start < sum(keep)
 
 
 # ------------------------------------------------------------------------------------------------ layout
@@ -189,7 +219,7 @@ def arcs_to_draw(sentence: Sentence, marks: Marks | None = None) -> list[Arc]:
     """The predicted arcs, then (in gold mode) the gold arc of every word whose predicted head is wrong."""
     if sentence.heads is None:
         return []
-    punct = sentence_punct_mask(sentence)
+    punct = unscored_mask(sentence, marks)
     arcs: list[Arc] = []
     for i, head in enumerate(sentence.heads, start=1):
         classes = ["arc"]
@@ -235,7 +265,7 @@ def _columns(sentence: Sentence) -> tuple[list[float], float]:
             extras.append(_text_px(sentence.upos[i], SMALL_FONT))
         if sentence.deprels is not None:
             extras.append(_text_px(sentence.deprels[i], SMALL_FONT))
-        width = max(40.0, *extras) + 18
+        width = max(28.0, *extras) + 10  # tight: a long sentence is scaled to the window, so its size is its legibility
         xs.append(x + width / 2)
         x += width
     return xs, x + MARGIN
@@ -420,7 +450,7 @@ def caption(sentence: Sentence, ordinal: int, marks: Marks | None = None) -> str
     if marks is not None:
         notes = []
         if marks.gold_heads is not None and sentence.heads is not None:
-            notes.append(f"{len(marks.wrong_heads)} of {len(sentence.words)} heads wrong")
+            notes.append(f"{len(marks.wrong_heads)} of {marks.scored} heads wrong")
         if marks.wrong_labels:
             notes.append(f"{len(marks.wrong_labels)} labels wrong")
         if marks.missing_spans:
@@ -460,15 +490,37 @@ _PAGE_STYLE = """
 body{font-family:sans-serif;margin:1.5em;color:#222}
 figure{margin:0 0 1.2em 0;padding:.6em;border:1px solid #ddd;border-radius:6px;overflow-x:auto}
 figcaption{font-size:13px;color:#444;margin-bottom:.3em}
+figure svg{max-width:100%;height:auto;cursor:zoom-in}
+figure.zoom svg{max-width:none;cursor:zoom-out}
+svg text.word{cursor:pointer}
+figure.hovering .arc,figure.hovering .root{opacity:.12}
+figure.hovering .arc.hl,figure.hovering .root.hl{opacity:1}
+.hl path{stroke-width:3}
+text.word.hl{font-weight:bold;fill:#b50}
 .legend{font-size:12px;color:#555;margin-bottom:1em}
 .legend b{font-weight:normal;padding:0 .3em;border-radius:3px}
 """.strip()
 
-# Records each word's rendered width, so a headless browser's DOM shows that every token was really drawn.
+# Records each word's and each figure's rendered width, so a headless browser's DOM shows that every token was
+# really drawn and that the figure fits; zooms a clicked figure; highlights a hovered word's arcs.
 _PAGE_SCRIPT = """
 const words = document.querySelectorAll('svg text.word');
 for (const w of words) { w.setAttribute('data-width', w.getBBox().width.toFixed(1)); }
 document.body.setAttribute('data-words-drawn', String(words.length));
+for (const fig of document.querySelectorAll('figure')) {
+  const svg = fig.querySelector('svg');
+  svg.setAttribute('data-rendered-width', svg.getBoundingClientRect().width.toFixed(0));
+  svg.addEventListener('click', () => fig.classList.toggle('zoom'));
+  const off = () => { fig.classList.remove('hovering'); fig.querySelectorAll('.hl').forEach(e => e.classList.remove('hl')); };
+  for (const w of fig.querySelectorAll('text.word')) {
+    const i = w.getAttribute('data-i');
+    w.addEventListener('mouseenter', () => {
+      off(); fig.classList.add('hovering'); w.classList.add('hl');
+      fig.querySelectorAll(`[data-head="${i}"],[data-dep="${i}"]`).forEach(e => e.classList.add('hl'));
+    });
+    w.addEventListener('mouseleave', off);
+  }
+}
 """.strip()
 
 
@@ -498,6 +550,30 @@ def write_html(sentences: Iterable[Sentence], stream: TextIO, marks: Iterable[Ma
     return count
 
 
+def write_svg_files(sentences: Sequence[Sentence], folder: str, marks: Sequence[Marks | None] | None = None,
+                    *, first: int = 1) -> list[str]:
+    """One standalone SVG per sentence in ``folder`` (``sentence-0001.svg``… numbered from ``first``, its caption
+    as the SVG's title), each written atomically; returns the files' paths.  The caller checks the folder
+    (:func:`depinduce.io.outputs.check_new_folder`)."""
+    from pathlib import Path
+
+    from depinduce.io.outputs import atomic_write_text
+
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    digits = max(4, len(str(first + len(sentences) - 1)))
+    written = []
+    for offset, sentence in enumerate(sentences):
+        mark = marks[offset] if marks is not None else None
+        svg = sentence_svg(sentence, mark)
+        head, rest = svg.split(">", 1)
+        title = f"<title>{escape(caption(sentence, first + offset, mark))}</title>"
+        path = target / f"sentence-{first + offset:0{digits}d}.svg"
+        atomic_write_text(path, head + ">" + title + rest + "\n")
+        written.append(str(path))
+    return written
+
+
 # ------------------------------------------------------------------------------------------------ show
 
 
@@ -511,8 +587,8 @@ def load_pictures(path: str, gold_path: str | None = None, sentence: int | None 
     marks: list[Marks | None] | None = None
     if gold_path is not None:
         gold = read_sentences(gold_path, check_trees=False)
-        check_same_tokens(sentences, gold, display_name(path), display_name(gold_path))
-        marks = [compare(p, g) for p, g in zip(sentences, gold)]
+        pairs = align(gold, sentences, gold_path=display_name(gold_path), pred_path=display_name(path))
+        marks = [compare(p, g, pair) for p, g, pair in zip(sentences, gold, pairs)]
     if sentence is not None:
         if not 1 <= sentence <= len(sentences):
             raise UsageError(f"--sentence {sentence}: {display_name(path)} has {len(sentences)} sentences")

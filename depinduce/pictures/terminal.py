@@ -9,7 +9,9 @@ The root word gets a line from ``ROOT`` at the top.  Under the words: the relati
 one whose label is wrong.  A constituency tree (a bracketed file) follows as brackets under the words, one row
 per height (``└─NP─┘``); in gold mode a predicted constituent missing from the gold is labelled ``✗`` and each
 gold span missing from the prediction is a ``missing NP`` (or ``✗ NP``) bracket in the rows below.  Coloured
-(only when asked, i.e. on a terminal): wrong arcs and spans red, punctuation dim.
+(only when asked, i.e. on a terminal): wrong arcs and spans red, punctuation dim.  A sentence wider than
+``width`` cells is cut between words into pieces stacked one under the other (``… words 21-40 of 48``), each
+piece whole columns: an arc to a word in another piece runs off the piece's edge.
 
 Example (``The dog barks .``, heads 2 3 0 3)::
 
@@ -24,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from depinduce.data.punct import sentence_punct_mask
-from depinduce.pictures.figures import Marks, caption, display_width, pack_rows, phrases
+from depinduce.display import printable
+from depinduce.pictures.figures import Marks, caption, display_width, pack_rows, phrases, unscored_mask
 from depinduce.structures.sentence import Sentence
 
 _UP, _DOWN, _LEFT, _RIGHT = 1, 2, 4, 8
@@ -80,8 +82,8 @@ class _Grid:
         self.style[y][x] = max(self.style[y][x], style)
 
     def put(self, y: int, x: int, text: str, style: int = 0) -> None:
-        """Write ``text`` from cell x; a wide character takes two cells."""
-        for ch in text:
+        """Write ``text`` from cell x; a wide character takes two cells; control characters are shown escaped."""
+        for ch in printable(text):
             if x >= len(self.chars[y]):
                 return
             self.chars[y][x] = ch
@@ -116,21 +118,66 @@ def _mark(sentence: Sentence, marks: Marks, i: int) -> str:
     return ""
 
 
-def sentence_text(sentence: Sentence, marks: Marks | None = None, *, color: bool = False) -> list[str]:
-    """The lines that draw one sentence's arcs over its words, and its tree under them (no caption)."""
+def _cut(line: str, lo: int, hi: int) -> str:
+    """Cells ``lo``..``hi``-1 of a drawn line; colour codes are kept wherever they are, so none is left open."""
+    out: list[str] = []
+    x = k = 0
+    while k < len(line):
+        if line[k] == "\x1b":
+            end = line.index("m", k) + 1
+            out.append(line[k:end])
+            k = end
+            continue
+        cells = display_width(line[k])
+        if lo <= x and x + cells <= hi:
+            out.append(line[k])
+        x, k = x + cells, k + 1
+    return "".join(out).rstrip()
+
+
+def _pieces(starts: Sequence[int], widths: Sequence[int], width: int) -> list[tuple[int, int]]:
+    """Word ranges [a, b) whose columns fit ``width`` cells (a word wider than that alone in its piece)."""
+    pieces, a = [], 0
+    for b in range(1, len(starts) + 1):
+        if b - 1 > a and starts[b - 1] + widths[b - 1] - starts[a] > width:
+            pieces.append((a, b - 1))
+            a = b - 1
+    return pieces + [(a, len(starts))]
+
+
+def sentence_text(sentence: Sentence, marks: Marks | None = None, *, color: bool = False,
+                  width: int | None = None) -> list[str]:
+    """The lines that draw one sentence's arcs over its words, and its tree under them (no caption); wider
+    than ``width`` cells, cut between words into pieces stacked one under another."""
+    lines, starts, widths = _sentence_lines(sentence, marks, color=color)
+    if not width or not starts or starts[-1] + widths[-1] <= width:
+        return lines
+    out: list[str] = []
+    pieces = _pieces(starts, widths, width)
+    for a, b in pieces:
+        out.append(f"… words {a + 1}-{b} of {len(starts)}")
+        out.extend(_cut(line, starts[a], starts[b - 1] + widths[b - 1]) for line in lines)
+    return out
+
+
+def _sentence_lines(sentence: Sentence, marks: Marks | None, *, color: bool
+                    ) -> tuple[list[str], list[int], list[int]]:
+    """The whole drawing's lines, and each word's first cell and width."""
     n = len(sentence.words)
-    labels = list(sentence.deprels) if sentence.deprels is not None else [""] * n
-    notes = [_mark(sentence, marks, i) for i in range(1, n + 1)] if marks is not None else [""] * n
+    # user text escaped before it is measured: a token's escape sequence must never reach the terminal
+    words = [printable(w) for w in sentence.words]
+    labels = [printable(label) for label in sentence.deprels] if sentence.deprels is not None else [""] * n
+    notes = [printable(_mark(sentence, marks, i)) for i in range(1, n + 1)] if marks is not None else [""] * n
     widths = [max(3, display_width(w), display_width(l), display_width(m))
-              for w, l, m in zip(sentence.words, labels, notes)]
+              for w, l, m in zip(words, labels, notes)]
     starts = [sum(widths[:k]) + k for k in range(n)]
     centres = [s + (w - 1) // 2 for s, w in zip(starts, widths)]
     total = (starts[-1] + widths[-1]) if n else 0
     heads = sentence.heads
     if heads is None:
-        return [_centred_row(total, starts, widths, sentence.words),
-                *_tree_lines(sentence, marks, starts, widths, color=color)]
-    punct = sentence_punct_mask(sentence)
+        return [_centred_row(total, starts, widths, words),
+                *_tree_lines(sentence, marks, starts, widths, color=color)], starts, widths
+    punct = unscored_mask(sentence, marks)
     arcs: list[_TextArc] = []
     for d, h in enumerate(heads, start=1):
         if h == 0:
@@ -164,13 +211,13 @@ def sentence_text(sentence: Sentence, marks: Marks | None = None, *, color: bool
         grid.put(arrow, x, "▼", style)
         grid.put(0, max(0, min(x - 1, total - 4)), "ROOT", style)
     lines = grid.render(color)
-    lines.append(_centred_row(total, starts, widths, sentence.words))
+    lines.append(_centred_row(total, starts, widths, words))
     if any(labels):
         lines.append(_centred_row(total, starts, widths, labels))
     if any(notes):
         row = _centred_row(total, starts, widths, notes)
         lines.append(row.replace("✗", "\x1b[31m✗\x1b[0m") if color else row)
-    return lines + _tree_lines(sentence, marks, starts, widths, color=color)
+    return lines + _tree_lines(sentence, marks, starts, widths, color=color), starts, widths
 
 
 def _tree_lines(sentence: Sentence, marks: Marks | None, starts: Sequence[int], widths: Sequence[int], *,
@@ -188,10 +235,10 @@ def _tree_lines(sentence: Sentence, marks: Marks | None, starts: Sequence[int], 
     grid = _Grid(height + (max(missing_rows) + 1 if missing_rows else 0), starts[-1] + widths[-1])
     for label, a, b, h in nodes:
         wrong = marks is not None and (a, b) in marks.wrong_spans
-        text = f"{label} ✗".strip() if wrong else label
+        text = f"{printable(label)} ✗".strip() if wrong else printable(label)
         _bracket(grid, h - 1, starts[a], starts[b - 1] + widths[b - 1] - 1, text, _WRONG if wrong else _PLAIN)
     for (label, a, b), row in zip(missing, missing_rows):
-        _bracket(grid, height + row, starts[a], starts[b - 1] + widths[b - 1] - 1, f"missing {label}".strip(),
+        _bracket(grid, height + row, starts[a], starts[b - 1] + widths[b - 1] - 1, f"missing {printable(label)}".strip(),
                  _WRONG)
     return grid.render(color)
 
@@ -219,11 +266,13 @@ def _centred_row(total: int, starts: Sequence[int], widths: Sequence[int], texts
 
 
 def sentences_text(sentences: Sequence[Sentence], marks: Sequence[Marks | None] | None = None, *,
-                   color: bool = False) -> str:
-    """Every sentence as a block: ``# caption``, its arcs, its words; blocks separated by a blank line."""
+                   color: bool = False, width: int | None = None) -> str:
+    """Every sentence as a block: ``# caption``, its arcs, its words; blocks separated by a blank line; a
+    sentence wider than ``width`` cells is wrapped (:func:`sentence_text`)."""
     blocks = []
     for ordinal, sentence in enumerate(sentences, start=1):
         mark = marks[ordinal - 1] if marks is not None else None
-        lines = [f"# {caption(sentence, ordinal, mark)}", *sentence_text(sentence, mark, color=color)]
+        lines = [f"# {printable(caption(sentence, ordinal, mark))}",
+                 *sentence_text(sentence, mark, color=color, width=width)]
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)

@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from depinduce.errors import UsageError
 from depinduce.report.papers import PaperFigure, paper_figures
 from depinduce.report.runs import Run
 from depinduce.report.scores import METRICS, Scores
@@ -56,6 +59,7 @@ class Group:
     runs: list[tuple[Run, Scores]]
     stats: dict[str, Stat | None] = field(default_factory=dict)
     paper: dict[str, PaperFigure] = field(default_factory=dict)
+    test_label: str = ""  # what the table calls the test file (never its absolute path: see test_labels)
 
     @property
     def n(self) -> int:
@@ -66,6 +70,7 @@ class Group:
             "label": self.label,
             "model": self.model,
             "test": str(self.test),
+            "test_label": self.test_label,
             "n": self.n,
             "recipe": self.recipe,
             "runs": [{"path": str(run.path), "seed": run.seed, "scores": _finite(scores.metrics),
@@ -110,8 +115,22 @@ def _labels(groups: list[Group]) -> None:
             group.label += f" [data {data.name if data else counters[key]}]"
 
 
-def group_runs(scored: list[tuple[Run, Scores]]) -> list[Group]:
-    """Groups in the order their first run was given; one per configuration and test file."""
+def test_labels(tests: list[Path], given: Sequence[str] = ()) -> dict[Path, str]:
+    """Short names of the test files (resolved path → name) for the table: ``given`` (one per file, in order),
+    else each file's stem, with its folder's name in front where two files share a stem — an absolute path
+    would run a LaTeX table far past the text width."""
+    unique = list(dict.fromkeys(path.resolve() for path in tests))
+    if given:
+        if len(given) != len(tests):
+            raise UsageError(f"--label: {len(given)} given for {len(tests)} --test file(s); give one per --test")
+        return {path.resolve(): label for path, label in zip(tests, given)}
+    stems = Counter(path.stem for path in unique)
+    return {path: path.stem if stems[path.stem] == 1 else f"{path.parent.name}/{path.stem}" for path in unique}
+
+
+def group_runs(scored: list[tuple[Run, Scores]], labels: Mapping[Path, str] | None = None) -> list[Group]:
+    """Groups in the order their first run was given; one per configuration and test file (named by
+    ``labels``, default :func:`test_labels`)."""
     order: dict[tuple[str, str], Group] = {}
     for run, scores in scored:
         key = (run.configuration_key(), str(scores.test.resolve()))
@@ -120,11 +139,34 @@ def group_runs(scored: list[tuple[Run, Scores]]) -> list[Group]:
                                runs=[])
         order[key].runs.append((run, scores))
     groups = list(order.values())
+    labels = labels or test_labels([g.test for g in groups])
     for group in groups:
+        group.test_label = labels.get(group.test.resolve(), group.test.stem)
         group.runs.sort(key=lambda item: (item[0].seed is None, item[0].seed or 0, str(item[0].path)))
         group.stats = {m: summarize([s.metrics.get(m) for _, s in group.runs]) for m in METRICS}
     _labels(groups)
     return groups
+
+
+def _stop_point(run: Run) -> tuple[str, int | None]:
+    """How and where the run's last (re)start ended: (reason, step) from its manifest."""
+    outcome = (run.manifest.get("runs") or [{}])[-1].get("outcome") or {}
+    step = outcome.get("step")
+    return str(outcome.get("reason") or "unknown"), step if isinstance(step, int) else None
+
+
+def stop_point_notes(groups: list[Group]) -> list[str]:
+    """A note for each group whose runs ended differently (a budget, a signal, early stopping, or at other
+    steps): their mean then mixes models trained for different lengths."""
+    notes = []
+    for group in groups:
+        points = {run.path: _stop_point(run) for run, _ in group.runs}
+        if len(set(points.values())) > 1:
+            said = ", ".join(f"seed {run.seed}: {points[run.path][0]} at step {points[run.path][1]}"
+                             for run, _ in group.runs)
+            notes.append(f"{group.label}: its runs stopped at different points ({said}); the mean mixes "
+                         "models trained for different lengths")
+    return notes
 
 
 def attach_papers(groups: list[Group]) -> list[str]:

@@ -16,10 +16,11 @@ Sources are the papers' text in ``../shared/papers``; each figure cites its tabl
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from depinduce.data.files import try_read_json
 
 
 @dataclass(frozen=True)
@@ -70,10 +71,7 @@ class PaperMatch:
 def _data_manifest(data_dir: Path | None) -> dict[str, Any] | None:
     if data_dir is None:
         return None
-    try:
-        manifest = json.loads((data_dir / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    manifest = try_read_json(data_dir / "manifest.json")
     return manifest if isinstance(manifest, dict) else None
 
 

@@ -1,4 +1,5 @@
-"""Learning curves from the runs' ``metrics.jsonl``: a dev metric against step and against wall-clock minutes.
+"""Learning curves from the runs' ``metrics.jsonl``: a metric against step, training tokens seen or wall-clock
+minutes, its axis titled in words (:data:`TITLES`), fonts embedded as TrueType in PDFs (journals reject Type 3).
 
 One thin line per run (seed), and per configuration the mean over its runs as a thick line with a ±sd band
 (the sample sd over the runs that reached that point; no band where only one did).  Against time, each run is
@@ -14,21 +15,44 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from depinduce.errors import ResourceError, UsageError
+from depinduce.io.outputs import atomic_file, check_new_file
 from depinduce.report.runs import Run
 
 SUFFIXES = (".png", ".svg", ".pdf")
+X_AXES = ("step", "tokens", "minutes")
+X_TITLES = {"step": "optimisation step", "tokens": "training tokens seen", "minutes": "wall-clock minutes"}
 _TIME_POINTS = 200
+# metrics.jsonl keys as an axis title says them
+TITLES = {"dev_uda": "dev UDA (%)", "dev_dda": "dev DDA (%)", "dev_las": "dev LAS (%)",
+          "dev_uf1": "dev UF1, sentence-level (%)", "dev_uf1_corpus": "dev UF1, corpus-level (%)",
+          "dev_root_accuracy": "dev root accuracy (%)", "dev_well_formed": "dev well-formed trees (%)",
+          "dev_ppl": "dev perplexity", "dev_loss": "dev loss (nats per token)", "train_loss": "training loss",
+          "train_ppl": "training perplexity", "lr": "learning rate", "tokens_per_s": "training tokens per second"}
+# shared by every backend that parses dev: the default when runs selected by different metrics
+_COMMON = ("dev_uda", "dev_uf1", "dev_dda", "dev_ppl")
+
+
+def title(metric: str) -> str:
+    """The axis title of a metrics.jsonl key (``dev_uda`` → "dev UDA (%)"); an unknown key with its
+    underscores as spaces."""
+    return TITLES.get(metric, metric.replace("_", " "))
 
 
 def default_metric(runs: Sequence[Run]) -> str:
-    """The metric the runs selected their model by (the most common ``select``), else dev UDA."""
-    chosen = Counter(r.metrics[-1].get("select") for r in runs if r.metrics and r.metrics[-1].get("select"))
-    return chosen.most_common(1)[0][0] if chosen else "dev_uda"
+    """The metric every run selected its model by when they agree on a dev metric; else the first of dev UDA,
+    dev UF1, dev DDA, dev perplexity that every run recorded (the most runs, at worst) — never the training
+    loss, which backends with different objectives measure on different scales."""
+    selected = {next((r.get("select") for r in reversed(run.metrics) if r.get("select")), None) for run in runs}
+    if len(selected) == 1 and isinstance(chosen := selected.pop(), str) and chosen.startswith("dev_"):
+        return chosen
+    recorded = Counter(key for run in runs for key in {k for rec in run.metrics for k, v in rec.items()
+                                                       if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    return max(_COMMON, key=lambda m: (recorded[m], -_COMMON.index(m))) if recorded else "dev_uda"
 
 
-def curve(run: Run, metric: str) -> tuple[list[float], list[float], list[float]]:
-    """(steps, wall-clock minutes, values) of the run's evaluations that measured ``metric``."""
-    steps, minutes, values = [], [], []
+def curve(run: Run, metric: str) -> tuple[list[float], list[float], list[float], list[float]]:
+    """(steps, wall-clock minutes, values, training tokens seen) of the run's records that hold ``metric``."""
+    steps, minutes, values, tokens = [], [], [], []
     eval_total = 0.0
     for record in run.metrics:
         eval_total += float(record.get("eval_s") or 0.0)
@@ -40,7 +64,8 @@ def curve(run: Run, metric: str) -> tuple[list[float], list[float], list[float]]
         steps.append(float(record["step"]))
         minutes.append(seconds / 60.0)
         values.append(float(value))
-    return steps, minutes, values
+        tokens.append(float(record.get("tokens_seen") or math.nan))
+    return steps, minutes, values, tokens
 
 
 def _mean_sd(columns: list[list[float]]) -> tuple[list[float], list[float]]:
@@ -81,10 +106,25 @@ def _by_time(curves: list[Curve]) -> Curve:
     return [float(t) for t in grid], means, sds
 
 
-def plot_curves(groups: Sequence[tuple[str, Sequence[Run]]], path: Path, *, metric: str | None = None) -> str:
-    """Write the two-panel figure to ``path`` (.png, .svg or .pdf); returns the metric plotted."""
+def _against(points: tuple[list[float], list[float], list[float], list[float]], x_axis: str) -> Curve:
+    """One run's curve as (steps, x the mean interpolates over, values): minutes, or for ``tokens`` the tokens
+    seen in both places (records without them, from before they were logged, left out)."""
+    steps, minutes, values, tokens = points
+    if x_axis != "tokens":
+        return steps, minutes, values
+    kept = [k for k, t in enumerate(tokens) if math.isfinite(t)]
+    return [tokens[k] for k in kept], [tokens[k] for k in kept], [values[k] for k in kept]
+
+
+def plot_curves(groups: Sequence[tuple[str, Sequence[Run]]], path: Path, *, metric: str | None = None,
+                force: bool = False, x_axis: str = "step") -> str:
+    """Write the figure (``metric`` against ``x_axis``: step, tokens or minutes) to ``path`` (.png, .svg or
+    .pdf; an existing file only with ``force``, and atomically); returns the metric plotted."""
     if path.suffix.lower() not in SUFFIXES:
         raise UsageError(f"{path}: --plot writes .png, .svg or .pdf files")
+    if x_axis not in X_AXES:
+        raise UsageError(f"--x {x_axis}: choose one of {', '.join(X_AXES)}")
+    target = check_new_file(path, force)
     try:
         import matplotlib
 
@@ -92,40 +132,37 @@ def plot_curves(groups: Sequence[tuple[str, Sequence[Run]]], path: Path, *, metr
         import matplotlib.pyplot as plt
     except ImportError:
         raise ResourceError("--plot needs matplotlib: pip install 'depinduce[plot]'") from None
+    matplotlib.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42})  # TrueType, not Type 3
     runs = [run for _, members in groups for run in members]
     metric = metric or default_metric(runs)
-    curves = {id(run): curve(run, metric) for run in runs}
+    curves = {id(run): _against(curve(run, metric), x_axis) for run in runs}
     if not any(values for _, _, values in curves.values()):
         present = sorted({k for r in runs for rec in r.metrics for k, v in rec.items()
                           if isinstance(v, (int, float)) and not isinstance(v, bool)
                           and k.startswith(("dev_", "train_"))})
         raise UsageError(f"no run's metrics.jsonl records '{metric}'; recorded: {', '.join(present) or 'nothing'}")
-    figure, (by_step, by_time) = plt.subplots(1, 2, figsize=(11, 4.2))
+    figure, axes = plt.subplots(1, 1, figsize=(7, 4.2))
     colours = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
     for number, (label, members) in enumerate(groups):
         colour = colours[number % len(colours)]
         member_curves = [curves[id(run)] for run in members if curves[id(run)][2]]
         if not member_curves:
             continue
-        for steps, minutes, values in member_curves:
-            by_step.plot(steps, values, color=colour, linewidth=0.7, alpha=0.45)
-            by_time.plot(minutes, values, color=colour, linewidth=0.7, alpha=0.45)
-        for axes, (xs, means, sds) in ((by_step, _by_step(member_curves)), (by_time, _by_time(member_curves))):
-            axes.plot(xs, means, color=colour, linewidth=2.0, label=f"{label} (n={len(member_curves)})")
-            axes.fill_between(xs, [m - s for m, s in zip(means, sds)], [m + s for m, s in zip(means, sds)],
-                              color=colour, alpha=0.18, linewidth=0)
-    by_step.set_xlabel("step")
-    by_time.set_xlabel("wall-clock minutes")
-    for axes in (by_step, by_time):
-        axes.set_ylabel(metric)
-        axes.grid(True, alpha=0.3)
-    by_step.legend(fontsize=8, loc="best")
-    figure.suptitle(f"{metric}: one thin line per seed, the mean ± sd per configuration", fontsize=10)
+        for steps, along, values in member_curves:
+            axes.plot(steps if x_axis == "step" else along, values, color=colour, linewidth=0.7, alpha=0.45)
+        xs, means, sds = _by_step(member_curves) if x_axis == "step" else _by_time(member_curves)
+        axes.plot(xs, means, color=colour, linewidth=2.0, label=f"{label} (n={len(member_curves)})")
+        axes.fill_between(xs, [m - s for m, s in zip(means, sds)], [m + s for m, s in zip(means, sds)],
+                          color=colour, alpha=0.18, linewidth=0)
+    axes.set_xlabel(X_TITLES[x_axis])
+    axes.set_ylabel(title(metric))
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=8, loc="best")
+    axes.set_title("one thin line per seed; the mean ± sd per configuration", fontsize=9)
     figure.tight_layout()
     try:
-        figure.savefig(path)
-    except OSError as exc:
-        raise ResourceError(f"{path}: cannot write the plot ({exc.strerror or exc})") from None
+        with atomic_file(target, "wb") as stream:
+            figure.savefig(stream, format=path.suffix.lower()[1:])
     finally:
         plt.close(figure)
     return metric

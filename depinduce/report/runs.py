@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
-from depinduce.errors import NotFoundError, RunDirectoryError
+from depinduce.data.run_files import read_manifest, read_metrics, read_run_config
+from depinduce.errors import DepinduceError, NotFoundError, RunDirectoryError
 
 Warn = Callable[[str], None]
 
@@ -89,47 +89,44 @@ def run_dirs(paths: Iterable[Path]) -> list[Path]:
     return list(unique.values())
 
 
-def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _metrics(path: Path) -> list[dict[str, Any]]:
-    """metrics.jsonl's records (a line cut off by a kill is skipped: the report only plots them)."""
-    if not path.is_file():
-        return []
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, Mapping):
-            records.append(dict(record))
-    return records
-
-
 def read_run(path: Path) -> Run | str:
-    """The run in ``path``, or why it cannot be reported (one line)."""
+    """The run in ``path``, or why it cannot be reported (one line naming the file, and the field when a value
+    has the wrong type)."""
+    try:  # bounded, no aliases, checked: a hostile or edited file cannot take report down
+        config = read_run_config(path / "config.yaml")
+    except DepinduceError as exc:
+        return str(exc)
+    if not (path / "manifest.json").exists():
+        return f"{path}: no manifest.json; the run never started"
     try:
-        config = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        return f"{path / 'config.yaml'}: unreadable ({exc.__class__.__name__})"
-    if not isinstance(config, dict) or not isinstance(config.get("model"), str):
-        return f"{path / 'config.yaml'}: not a run's config (no 'model' key)"
-    try:
-        manifest = _read_json(path / "manifest.json")
-    except (OSError, ValueError):
-        return f"{path}: no readable manifest.json; the run never started"
-    if not isinstance(manifest, dict) or manifest.get("format") != "depinduce-run":
-        return f"{path / 'manifest.json'}: not a depinduce run manifest"
-    starts = manifest.get("runs") or [{}]
-    if not isinstance(starts[-1], dict) or "finished" not in starts[-1]:
+        manifest = read_manifest(path / "manifest.json")
+        metrics = read_metrics(path / "metrics.jsonl")
+    except DepinduceError as exc:
+        return str(exc)
+    starts = manifest["runs"] or [{}]
+    if "finished" not in starts[-1]:
         return f"{path}: not finished (still training, or killed; `train --resume --out {path}` continues it)"
     if not (path / "model.pt").is_file():
         return f"{path}: no model.pt"
-    seed = config.get("train", {}).get("seed") if isinstance(config.get("train"), dict) else None
+    seed = (config.get("train") or {}).get("seed")
     return Run(path=path, model=config["model"], seed=seed if isinstance(seed, int) else None, config=config,
-               manifest=manifest, metrics=_metrics(path / "metrics.jsonl"))
+               manifest=manifest, metrics=metrics)
+
+
+def drop_repeats(runs: list[Run], warn: Warn) -> list[Run]:
+    """One run per (configuration, seed): the same seed of the same configuration found again (a copy, or a
+    folder given twice under other names) would count one result twice, so it is left out with a warning."""
+    first: dict[tuple[str, int | None], Run] = {}
+    kept = []
+    for run in runs:
+        key = (run.configuration_key(), run.seed)
+        if run.seed is not None and key in first:
+            warn(f"warning: {run.path} is seed {run.seed} of the same configuration as {first[key].path}; "
+                 "counted once")
+            continue
+        first.setdefault(key, run)
+        kept.append(run)
+    return kept
 
 
 def collect_runs(paths: Iterable[Path], warn: Warn) -> list[Run]:
@@ -144,4 +141,4 @@ def collect_runs(paths: Iterable[Path], warn: Warn) -> list[Run]:
             runs.append(run)
     if not runs:
         raise RunDirectoryError("no finished run to report (see the warnings above)")
-    return runs
+    return drop_repeats(runs, warn)

@@ -12,8 +12,11 @@ Python API's :meth:`~depinduce.api.parser.Parser.parse_file` and :func:`~depindu
   backends trained as language models (masked or next-word).
 
 ``RUN_DIR/scores.json`` keeps them, keyed by the sha256 of everything they depend on: the test file, its
-``.trees`` and ``.txt`` siblings, ``model.pt``, the decoder and the depinduce version; a change in any of them
-measures again.  The file is replaced atomically, so a report killed mid-write leaves the previous one.
+``.trees`` and ``.txt`` siblings, ``model.pt``, the model's name in ``config.yaml``, the decoder, the evaluation
+protocol's text and the depinduce version; a change in any of them measures again.  Each entry carries those
+inputs and a sha256 of itself, and is used only when it fits its schema (percentages from 0 to 100), its inputs
+are today's and its digest matches: an edited or damaged entry is measured again, with a warning, never printed.
+The file is replaced atomically, so a report killed mid-write leaves the previous one.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from typing import Any
 
 import depinduce
 from depinduce.checksum import sha256_file
+from depinduce.data.files import try_read_json
+from depinduce.data.run_files import PERCENT
+from depinduce.data.schemas import ANY, Opt, Range, Record, problem
 from depinduce.report.runs import Run
 
 CACHE_NAME = "scores.json"
@@ -45,12 +51,34 @@ class Scores:
     gold_trees: str | None = None
     text: str | None = None
     cached: bool = False
+    note: str | None = None  # why a cached entry was measured again (edited, damaged)
 
 
 def siblings(test: Path) -> tuple[Path | None, Path | None]:
     """The gold trees (``STEM.trees``) and the model-view text (``STEM.txt``) beside ``test``, when present."""
     trees, text = test.with_suffix(".trees"), test.with_suffix(".txt")
     return (trees if trees.is_file() else None), (text if text.is_file() else None)
+
+
+INPUTS = {"test_sha256": str, "trees_sha256": Opt(str), "text_sha256": Opt(str), "model_sha256": str,
+          "model": str, "decoder": str, "protocol_sha256": str, "depinduce": str}
+ENTRY = {**INPUTS, "test": str, "gold_trees": Opt(str), "text": Opt(str), "protocol": [str], "digest": str,
+         "metrics": Record({name: Opt(Range(1.0) if name == "perplexity" else PERCENT) for name in METRICS},
+                           rest=ANY)}
+
+
+def _protocol_sha256() -> str:
+    """A checksum of the evaluation protocol's text: a changed rule (punctuation, roots) measures again."""
+    from depinduce.metrics import protocol
+
+    texts = {name: value for name, value in vars(protocol).items()
+             if name.isupper() and isinstance(value, (str, dict, tuple))}
+    return hashlib.sha256(json.dumps(texts, sort_keys=True, default=list).encode()).hexdigest()
+
+
+def _digest(entry: dict[str, Any]) -> str:
+    body = {key: value for key, value in entry.items() if key != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def cache_key(run: Run, test: Path, decoder: str) -> tuple[str, dict[str, Any]]:
@@ -61,7 +89,9 @@ def cache_key(run: Run, test: Path, decoder: str) -> tuple[str, dict[str, Any]]:
         "trees_sha256": sha256_file(trees) if trees else None,
         "text_sha256": sha256_file(text) if text else None,
         "model_sha256": sha256_file(run.path / "model.pt"),
+        "model": run.model,
         "decoder": decoder,
+        "protocol_sha256": _protocol_sha256(),
         "depinduce": depinduce.__version__,
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest(), inputs
@@ -69,17 +99,27 @@ def cache_key(run: Run, test: Path, decoder: str) -> tuple[str, dict[str, Any]]:
 
 def _read_cache(path: Path) -> dict[str, Any]:
     """The cache's entries; an unreadable or foreign file counts as empty (it is rewritten)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    data = try_read_json(path)
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("entries"), dict):
         return {}
     return data["entries"]
 
 
+def _unusable(entry: Any, inputs: dict[str, Any]) -> str | None:
+    """Why a cached entry may not be served for ``inputs`` (None: it may)."""
+    wrong = problem(entry, ENTRY)
+    if wrong is not None:
+        return wrong
+    changed = sorted(key for key, value in inputs.items() if entry.get(key) != value)
+    if changed:
+        return f"computed from another {', '.join(changed)}"
+    if entry["digest"] != _digest(entry):
+        return "edited since it was measured (its digest does not match)"
+    return None
+
+
 def _write_cache(path: Path, entries: dict[str, Any]) -> None:
-    from depinduce.training.checkpoint import atomic_write_text
+    from depinduce.io.outputs import atomic_write_text
 
     atomic_write_text(path, json.dumps({"format": CACHE_FORMAT, "entries": entries}, indent=2) + "\n")
 
@@ -106,7 +146,9 @@ def measure(run: Run, test: Path, *, decoder: str, device: str = "cpu") -> tuple
         parsed = list(parser.parse_file(test, input_format="conllu", decoder=decoder, fmt="brackets"))
         result = evaluate(trees, parsed)
         metrics.update(uf1_sentence=result.metrics["uf1_sentence"], uf1_corpus=result.metrics["uf1_corpus"])
-        protocol.extend(line for line in result.protocol if line not in protocol)
+        # the UF1 evaluation's own lines say so, so the report can print them together (render.split_protocol)
+        protocol.extend(line if line.startswith("UF1") else f"UF1 evaluation: {line}" for line in result.protocol
+                        if line not in protocol)
     if text is not None and caps.objective in PERPLEXITY_OBJECTIVES:
         from depinduce.training.perplexity import measure as perplexity
 
@@ -127,12 +169,17 @@ def score_run(run: Run, test: Path, *, decoder: str | None = None, device: str =
     entries = _read_cache(cache)
     trees, text = siblings(test)
     entry = entries.get(key)
-    if isinstance(entry, dict) and isinstance(entry.get("metrics"), dict):
-        return Scores(test, {m: entry["metrics"].get(m) for m in METRICS}, list(entry.get("protocol", [])),
-                      entry.get("gold_trees"), entry.get("text"), cached=True)
+    note = None
+    if entry is not None:
+        why = _unusable(entry, inputs)
+        if why is None:
+            return Scores(test, {m: entry["metrics"].get(m) for m in METRICS}, list(entry["protocol"]),
+                          entry["gold_trees"], entry["text"], cached=True)
+        note = f"warning: {cache}: the cached scores for {test} are not used ({why}); measured again"
     metrics, protocol = (measure_with or measure)(run, test, decoder=decoder, device=device)
     entries[key] = {"test": str(test.resolve()), "gold_trees": str(trees.resolve()) if trees else None,
                     "text": str(text.resolve()) if text else None, **inputs, "metrics": metrics,
                     "protocol": protocol}
+    entries[key]["digest"] = _digest(entries[key])
     _write_cache(cache, entries)
-    return Scores(test, metrics, protocol, entries[key]["gold_trees"], entries[key]["text"])
+    return Scores(test, metrics, protocol, entries[key]["gold_trees"], entries[key]["text"], note=note)

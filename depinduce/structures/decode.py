@@ -19,10 +19,9 @@ from typing import Any
 import numpy as np
 
 from depinduce.errors import UsageError
+from depinduce.structures.decoder_names import DECODERS
 from depinduce.structures.eisner import eisner_batch, eisner_single
 from depinduce.structures.mst import chu_liu_edmonds
-
-DECODERS = ("mst", "eisner", "argmax")
 
 
 def argmax_heads(scores: Any, root: int | None = None) -> list[int]:

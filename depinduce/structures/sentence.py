@@ -32,6 +32,16 @@ class Sentence:
     token_lines: list[int] | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     source: Any = None
+    # ``parse --probs``: per word, its head distribution over ROOT (index 0) and the n words (index j = word j),
+    # or None for a token the model did not see (punctuation, attached by depinduce's rule, not by the model).
+    head_probs: list[list[float] | None] | None = None
+
+    def head_prob(self, index: int) -> float | None:
+        """The probability of word ``index``'s (0-based) chosen head, when it has a head distribution."""
+        if self.head_probs is None or self.heads is None:
+            return None
+        row = self.head_probs[index]
+        return None if row is None else row[self.heads[index]]
 
     def __len__(self) -> int:
         return len(self.words)

@@ -122,6 +122,31 @@ def spans_to_tree(words: Sequence[str], spans: Iterable[tuple[int, int]]) -> Tre
     return build(0, n, chosen)
 
 
+def display_tree(tree: Tree, tags: Sequence[str | None] | None = None) -> Tree:
+    """A copy for nltk's ``pretty_print``/``draw``: every bare word under a preterminal (its tag, else ``X``) and
+    every unlabelled phrase labelled ``X``, because nltk's printer moves a word that sits beside a phrase out of
+    word order and prints empty labels as nothing."""
+    Tree = nltk_tree()  # noqa: N806
+    position = 0
+
+    def copy(node: Tree) -> Tree:
+        nonlocal position
+        if is_preterminal(node):
+            position += 1
+            return Tree(node.label() or "X", [node[0]])
+        children = []
+        for child in node:
+            if isinstance(child, str):
+                tag = tags[position] if tags is not None and position < len(tags) else None
+                children.append(Tree(tag if tag not in (None, "", "_") else "X", [child]))
+                position += 1
+            else:
+                children.append(copy(child))
+        return Tree(node.label() or "X", children)
+
+    return copy(tree)
+
+
 def binary_tree_from_distances(words: Sequence[str], distances: Sequence[float]) -> Tree:
     """Top-down split at the largest distance (``distances[i]`` separates words i and i+1).
 

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import random
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,33 +22,12 @@ from typing import Any
 import torch
 
 from depinduce.errors import ModelError, NotFoundError
+from depinduce.io.outputs import atomic_write_bytes, atomic_write_text  # noqa: F401 - this module's writers
 from depinduce.models.neural import torch_load_weights_only
 
 FORMAT = "depinduce-train-state"
 VERSION = 1
 REQUIRED = ("format", "version", "model", "optimizer", "schedule", "rng", "position", "progress")
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and ``os.replace`` (fsynced first)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_torch_save(obj: Any, path: Path) -> None:

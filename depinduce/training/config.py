@@ -28,6 +28,7 @@ from typing import Any, Literal
 import yaml
 
 from depinduce.data.files import load_yaml, read_text_file
+from depinduce.display import quote, shorten
 from depinduce.errors import InputError, RecipeError, RunDirectoryError, UsageError
 
 SelectMetric = Literal[
@@ -92,6 +93,11 @@ class TrainConfig:
     curve_every_tokens: int | None = None
     # Write last.pt every N optimiser steps as well as after every epoch (0: after epochs only).
     checkpoint_every: int = 0
+    # The training loss over the last N optimiser steps, every N steps, in metrics.jsonl ("train_log": true) and
+    # train.log (0: none).
+    log_every: int = 100
+    # TensorBoard event files in RUN_DIR/tensorboard with every number of metrics.jsonl (the tensorboard extra).
+    tensorboard: bool = False
     # Parsing metrics on dev (when dev has gold trees): the decoder, and whether to compute them at all.
     # mst, eisner, argmax or the backend's own (the authors') decoder, checked against the backend when training
     # starts (``Backend.own_decoders``).
@@ -158,7 +164,7 @@ class TrainConfig:
             problems.append("loss_chunks must be at least 1 (or null for the batch's mean loss)")
         if not 0 < self.plateau_factor < 1 or self.plateau_patience < 0:
             problems.append("plateau_factor must be in (0, 1) and plateau_patience at least 0")
-        for name in ("warmup_steps", "eval_every", "checkpoint_every"):
+        for name in ("warmup_steps", "eval_every", "checkpoint_every", "log_every"):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must not be negative")
         if self.max_time is not None and not (self.max_time > 0 and math.isfinite(self.max_time)):
@@ -297,8 +303,8 @@ def parse_text_value(raw: str, annotation: Any) -> Any:
     if raw.strip().lower() == "none":
         return None
     try:
-        return yaml.safe_load(raw)
-    except yaml.YAMLError:
+        return load_yaml(raw, "--set")  # no aliases: a --set value cannot expand into millions of nodes
+    except InputError:
         return raw
 
 
@@ -315,7 +321,7 @@ def _checked(values: Mapping[str, Any], types_: Mapping[str, Any], section: str,
     unknown = sorted(set(values) - set(types_))
     if unknown:
         raise RecipeError(
-            f"{where}: unknown {section} key(s) {', '.join(unknown)}; known: {', '.join(sorted(types_))}"
+            f"{where}: unknown {section} key(s) {', '.join(map(shorten, unknown))}; known: {', '.join(sorted(types_))}"
         )
     out = {}
     for key, value in values.items():
@@ -323,7 +329,7 @@ def _checked(values: Mapping[str, Any], types_: Mapping[str, Any], section: str,
             out[key] = check_value(value, types_[key])
         except _Mismatch:
             raise RecipeError(
-                f"{where}: {section}.{key} must be {describe(types_[key])}, not {value!r}"
+                f"{where}: {section}.{key} must be {describe(types_[key])}, not {quote(value)}"
             ) from None
     return out
 
@@ -344,7 +350,7 @@ def load_recipe(path: str | Path) -> dict[str, Any]:
         raise InputError(path, None, "a recipe must be a mapping with keys model, model_config, train")
     unknown = sorted(set(data) - set(TOP_KEYS))
     if unknown:
-        raise InputError(path, None, f"unknown top-level key(s) {', '.join(map(str, unknown))}; "
+        raise InputError(path, None, f"unknown top-level key(s) {', '.join(map(shorten, unknown))}; "
                                      f"a recipe has {', '.join(TOP_KEYS)}")
     if data.get("model") is not None and not isinstance(data["model"], str):
         raise InputError(path, None, "'model' must be a backend name")
@@ -361,7 +367,7 @@ def parse_override(item: str) -> tuple[str, str]:
     key, sep, value = item.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise RecipeError(f"--set expects KEY=VALUE, not {item!r}")
+        raise RecipeError(f"--set expects KEY=VALUE, not {quote(item)}")
     return key, value
 
 
@@ -381,7 +387,7 @@ def resolve_config(
     if name is None:
         raise UsageError("no model given: pass --model NAME or a recipe with a 'model' key")
     if recipe_model is not None and model_name is not None and recipe_model != model_name:
-        raise RecipeError(f"{where} is for model '{recipe_model}' but --model is '{model_name}'")
+        raise RecipeError(f"{where} is for model {quote(recipe_model)} but --model is '{model_name}'")
     model_types = field_types(model_config_class)
     train_types = field_types(TrainConfig)
     model_values = _checked(recipe.get("model_config") or {}, model_types, "model_config", where)
@@ -417,7 +423,7 @@ def _build_model_config(model_config_class: type, values: Mapping[str, Any], whe
     try:
         return model_config_class(**values)
     except (TypeError, ValueError) as exc:
-        raise RecipeError(f"{where}: invalid model_config ({exc})") from exc
+        raise RecipeError(f"{where}: invalid model_config ({shorten(exc, 200)})") from exc
 
 
 def _locate(key: str, model_types: Mapping[str, Any], train_types: Mapping[str, Any]) -> tuple[str, str]:

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from depinduce.errors import ResourceError, UsageError
+from depinduce.errors import UsageError
+from depinduce.models.devices import resolve_device
 
 
 @dataclass
@@ -28,6 +32,7 @@ class DistContext:
     local_rank: int = 0
     device: torch.device = torch.device("cpu")
     backend: str | None = None
+    owned: bool = False  # this context joined the process group, so its teardown leaves it
 
     @property
     def is_main(self) -> bool:
@@ -78,27 +83,6 @@ class DistContext:
         return out
 
 
-def resolve_device(choice: str, local_rank: int = 0) -> torch.device:
-    """``auto`` | ``cpu`` | ``cuda`` | ``cuda:N`` → a torch device; asking for CUDA without one is an error."""
-    if choice == "auto":
-        choice = "cuda" if torch.cuda.is_available() else "cpu"
-    if choice == "cpu":
-        return torch.device("cpu")
-    if choice.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise ResourceError(f"--device {choice}: this torch build or machine has no CUDA device")
-        if choice == "cuda":
-            return torch.device("cuda", local_rank % torch.cuda.device_count())
-        try:
-            device = torch.device(choice)
-        except RuntimeError:
-            raise UsageError(f"--device {choice}: not a device name") from None
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise ResourceError(f"--device {choice}: only {torch.cuda.device_count()} CUDA device(s)")
-        return device
-    raise UsageError(f"--device must be auto, cpu, cuda or cuda:N, not {choice!r}")
-
-
 def setup(device_choice: str) -> DistContext:
     """Join the torchrun process group when there is one; otherwise a single-process context."""
     world_size = int(os.environ.get("WORLD_SIZE", "1") or 1)
@@ -110,14 +94,70 @@ def setup(device_choice: str) -> DistContext:
     backend = "nccl" if device.type == "cuda" else "gloo"
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    if not dist.is_initialized():
-        dist.init_process_group(backend=backend, timeout=datetime.timedelta(minutes=60))
-    return DistContext(rank=rank, world_size=world_size, local_rank=local_rank, device=device, backend=backend)
+    owned = not dist.is_initialized()
+    if owned:
+        dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=collective_timeout()))
+    return DistContext(rank=rank, world_size=world_size, local_rank=local_rank, device=device, backend=backend,
+                       owned=owned)
 
 
 def teardown(context: DistContext) -> None:
-    if context.distributed and dist.is_initialized():
+    """Leave the process group if this context joined it; one joined by :func:`session` outlives the run."""
+    if context.owned and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def launched_rank() -> int:
+    """This process's torchrun rank (0 when not under torchrun): who prints a multi-run's status lines."""
+    return int(os.environ.get("RANK", "0") or 0)
+
+
+def under_torchrun() -> bool:
+    return int(os.environ.get("WORLD_SIZE", "1") or 1) > 1
+
+
+def collective_timeout() -> float:
+    """Seconds a rank waits in a collective for its peers before failing: long enough for rank 0's
+    evaluations and checkpoints (the others wait in the next step's all-reduce meanwhile), short enough that a
+    rank whose peer died ends instead of hanging when torchrun cannot end it (other nodes).
+    ``DEPINDUCE_DIST_TIMEOUT`` (seconds) overrides the default of 60 minutes."""
+    value = os.environ.get("DEPINDUCE_DIST_TIMEOUT", "")
+    try:
+        seconds = float(value) if value else 3600.0
+    except ValueError:
+        raise UsageError(f"DEPINDUCE_DIST_TIMEOUT={value!r}: give a number of seconds") from None
+    if not seconds > 0:
+        raise UsageError(f"DEPINDUCE_DIST_TIMEOUT={value!r}: give a positive number of seconds")
+    return seconds
+
+
+# What gloo, NCCL and the c10d store say when a peer rank is gone or silent (gloo raises a plain RuntimeError).
+_PEER_LOST = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "Timed out", "timed out",
+              "Timeout", "NCCL error", "Failed to recv")
+
+
+def peer_failure(exc: BaseException) -> str | None:
+    """The first line of ``exc`` when it says another rank died, was killed or went silent (so this rank can end
+    with one line instead of a traceback); None for any other error."""
+    if not isinstance(exc, RuntimeError):
+        return None
+    text = str(exc).strip()
+    if not (isinstance(exc, getattr(dist, "DistError", ())) or any(mark in text for mark in _PEER_LOST)):
+        return None
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return re.sub(r"^\[[^\]]*\]\s*", "", first)[:200]  # without gloo's [source.cc:NNN] prefix
+
+
+@contextmanager
+def session(device_choice: str) -> Iterator[DistContext]:
+    """One process group for several runs in a row (``train --seeds`` under torchrun): every run's
+    :func:`setup` joins it and its teardown leaves it in place.  Destroying and re-creating a group on
+    torchrun's store hangs the second rendezvous, which is why the runs share one."""
+    context = setup(device_choice)
+    try:
+        yield context
+    finally:
+        teardown(context)
 
 
 def wrap(module: torch.nn.Module, context: DistContext, *, find_unused_parameters: bool) -> torch.nn.Module:

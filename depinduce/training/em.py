@@ -40,7 +40,7 @@ from depinduce.training.checkpoint import (
 )
 from depinduce.training.config import LOWER_IS_BETTER
 from depinduce.training.engine import (
-    Log, Progress, Trainer, TrainOptions, TrainResult, _StopSignal, _fmt, _summary,
+    Log, Progress, Trainer, TrainOptions, TrainResult, _StopSignal, _fmt, _summary, capped_reserve,
 )
 from depinduce.training.evaluation import DevTreebank, check_selectable, parsing_metrics
 from depinduce.training.run import clear_run_files, command_line
@@ -99,6 +99,7 @@ class EMTrainer(Trainer):
         self.progress = Progress()
         self.previous_loss: float | None = None
         self.last_record: dict[str, Any] = {}
+        self.fastest_e_step, self.longest_eval = float("inf"), 0.0  # this invocation's, for the time budget
         self.stop = _StopSignal()
         self._prepare_em_run_dir()
         if options.resume:
@@ -156,7 +157,9 @@ class EMTrainer(Trainer):
         self.run_dir.start_manifest(
             model=self.config.model, seed=cfg.seed, data_dir=self.data_dir,
             command=self.options.command or command_line(), device=str(self.context.device), world_size=1,
-            threads=torch.get_num_threads(), resumed_from_step=self.progress.step if self.options.resume else None)
+            threads=torch.get_num_threads(), resumed_from_step=self.progress.step if self.options.resume else None,
+            settings=self.told())
+        self._record_baseline()
         if self.options.resume and self.progress.stopped_early:
             reason = "early_stop"
         else:
@@ -168,9 +171,7 @@ class EMTrainer(Trainer):
             save_model(self.run_dir.model, cpu_state_dict(self.model))
         result = TrainResult(self.run_dir.path, reason, self.progress.step, self.progress.epoch, self.select,
                              self.progress.best, self.last_record)
-        self.run_dir.finish_manifest({"reason": reason, "step": result.step, "epochs_completed": result.epoch,
-                                      "select": self.select, "best": result.best,
-                                      "best_step": self.progress.best_step})
+        self.run_dir.finish_manifest(self._outcome(result))
         self.log(f"{_ENDINGS[reason]} after {result.step} EM iterations; best {self.select}: {_fmt(result.best)}; "
                  f"run saved in {self.run_dir.path}")
         return result
@@ -214,9 +215,14 @@ class EMTrainer(Trainer):
         return total, counts
 
     def _em_reserve(self) -> float:
-        """Seconds one more iteration (E-step, evaluation, checkpoint) takes, from the last one."""
+        """Seconds one more iteration (E-step, evaluation, checkpoint) takes: the fastest E-step so far (the
+        first pays for warm-up) and the longest evaluation (with ``eval_every``, some parse dev and some do not),
+        at most the engine's share of the budget (:data:`~depinduce.training.engine.RESERVE_SHARE`), so a slow
+        first iteration cannot end a budget."""
         record = self.last_record
-        return 1.2 * (float(record.get("iteration_s", 0.0)) + float(record.get("eval_s", 0.0))) + 0.5
+        self.fastest_e_step = min(self.fastest_e_step, float(record.get("iteration_s", 0.0)))
+        self.longest_eval = max(self.longest_eval, float(record.get("eval_s", 0.0)))
+        return capped_reserve(1.2 * (self.fastest_e_step + self.longest_eval) + 0.5, self.started, self.deadline)
 
     def _evaluate_em(self, loss: float, elapsed: float) -> None:
         """Record the E-step's parameters: train loss, dev parsing metrics (when due), model.pt when best."""
@@ -229,7 +235,8 @@ class EMTrainer(Trainer):
         due = not cfg.eval_every or progress.step % cfg.eval_every == 0 or progress.step == cfg.epochs
         if due and self.dev_treebank.available(self.model_class):
             self.model.eval()
-            record.update(parsing_metrics(self.model, self.dev_treebank, decoder=cfg.decoder))
+            record.update(parsing_metrics(self.model, self.dev_treebank, decoder=cfg.decoder,
+                                          progress=not self.options.quiet))
         value = record.get(self.select)
         lower = self.select in LOWER_IS_BETTER
         improved = value is not None and (progress.best is None

@@ -12,8 +12,10 @@ schedule, random states (so the same masks and dropout), batch order, best metri
 that moment.  On the same device type and thread count, a killed-and-resumed CPU run ends with bitwise the same
 parameters as an uninterrupted run with the same seed (the tests check this); GPU kernels may be
 nondeterministic, so there the guarantee is the position and state, not the last bit.  ``--max-time`` is a
-budget per invocation (a resumed run gets a fresh one); ``--max-tokens`` is a budget for the whole run (the
-training tokens read so far are in the checkpoint), so it ends at the same point on every machine.
+budget per invocation (a resumed run gets a fresh one), setup included, with the final evaluation's time kept back
+from it (measured, or estimated from the warm steps; at most :data:`RESERVE_SHARE` of it); ``--max-tokens`` is a
+budget for the whole run (the training tokens read so far are in the checkpoint), so it ends at the same point on
+every machine.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from typing import Any, Iterator
 
 import click
 import torch
-from tqdm import tqdm
 
 from depinduce.data.tags import TagVocab
 from depinduce.data.ud import training_view_note
@@ -42,19 +43,22 @@ from depinduce.models.neural import NeuralBackend, load_state_dict
 from depinduce.models.registry import backend_class
 from depinduce.structures.decode import DECODERS
 from depinduce.training import batching, defaults, distributed
+from depinduce.training.budget_bar import BudgetBar
 from depinduce.training.checkpoint import (
     FORMAT, VERSION, atomic_torch_save, capture_rng, cpu_state_dict, load_train_state, restore_rng, save_model,
     state_digest,
 )
 from depinduce.training.config import LOWER_IS_BETTER, ResolvedConfig, load_recipe, load_run_config, resolve_config
-from depinduce.training.evaluation import DevTreebank, check_selectable, parsing_metrics
+from depinduce.training.evaluation import DevTreebank, baseline_metrics, check_selectable, parsing_metrics
+from depinduce.training.outcome import BASELINE
 from depinduce.io.initial_graphs import read_initial_parse
 from depinduce.training.corpus_loss import sentence_loss, stream_loss, text_inputs
 from depinduce.training.gold_data import GoldData, GoldRow, collate_gold, load_gold_data, read_initial_graphs
 from depinduce.training.objectives import LossModule, Objective, StreamLM, fixed_masks, objective_for
 from depinduce.training.optim import Schedule, build_optimizer, clip_gradients
 from depinduce.training.precision import autocast, check_precision
-from depinduce.training.run import RunDir, check_run_dir, clear_run_files, command_line, recorded_data_dir
+from depinduce.training.records import LOG_NAME, TENSORBOARD_DIR, TensorBoard, TrainLog
+from depinduce.training.run import RunDir, check_run_dir, clear_run_files, command_line, recorded_settings
 
 Log = Callable[[str], None]
 
@@ -81,6 +85,7 @@ class TrainOptions:
     quiet: bool = False
     force: bool = False
     command: list[str] | None = None
+    seeds: tuple[int, ...] | None = None  # the --seeds this run is one of (recorded, so --resume finds them all)
 
 
 @dataclass
@@ -118,6 +123,43 @@ class Progress:
     predicted: float = 0.0
     tokens: float = 0.0
     seconds: float = 0.0
+
+
+# The most of a time budget kept back for the final evaluation and checkpoint.  A budget is bought for training:
+# when the evaluation alone costs more than this share (a 1-minute budget, a 40-second evaluation on a busy
+# machine), keeping all of it back would leave a few steps — or one — so the run trains for at least the rest
+# and ends late by the excess instead (the log says so).  Three quarters of any budget go to setup and training.
+RESERVE_SHARE = 0.25
+
+
+@dataclass
+class _Pace:
+    """This invocation's training speed without its first step, which pays for warm-up (memory allocation, kernel
+    selection, caches: 10 times a warm step on a busy machine) and so says little about the steps after it."""
+
+    steps: int = 0
+    tokens: float = 0.0  # the steps after the first
+    seconds: float = 0.0
+    first_tokens: float = 0.0
+    first_seconds: float = 0.0
+
+    def add(self, tokens: float, seconds: float) -> None:
+        if self.steps == 0:
+            self.first_tokens, self.first_seconds = tokens, seconds
+        else:
+            self.tokens, self.seconds = self.tokens + tokens, self.seconds + seconds
+        self.steps += 1
+
+    def tokens_per_second(self) -> float | None:
+        """The warm steps' speed; until there is one, the first step's (slow, so an estimate errs long)."""
+        tokens, seconds = (self.tokens, self.seconds) if self.steps > 1 else (self.first_tokens, self.first_seconds)
+        return tokens / seconds if tokens and seconds > 0 else None
+
+
+def capped_reserve(reserve: float, started: float, deadline: float | None) -> float:
+    """``reserve`` seconds, but never more than RESERVE_SHARE of the budget that runs from ``started`` to
+    ``deadline`` (monotonic clock)."""
+    return reserve if deadline is None else min(reserve, RESERVE_SHARE * (deadline - started))
 
 
 def derived_seed(seed: int, purpose: str, rank: int = 0) -> int:
@@ -172,15 +214,23 @@ def train(options: TrainOptions, log: Log = _stderr) -> TrainResult:
     context = distributed.setup(options.device)
     try:
         shown = log if (context.is_main and not options.quiet) else (lambda _: None)
+        # every status line also goes to RUN_DIR/train.log (written by the first rank, --quiet or not)
+        tee = TrainLog(shown, keep=context.is_main)
         options, chosen = _with_defaults(options, context)
         with ExitStack() as stack:
             if context.is_main:  # one writer per run directory; other ranks write nothing
                 stack.enter_context(exclusive(options.run_dir, "train"))
-            trainer = _trainer_class(options)(options, context, shown)
+            stack.callback(tee.close)
+            trainer = _trainer_class(options)(options, context, tee)
+            tee.open(trainer.run_dir.path / LOG_NAME)
+            if trainer.train_config.tensorboard and context.is_main:
+                board = TensorBoard(trainer.run_dir.path / TENSORBOARD_DIR)
+                stack.callback(board.close)
+                trainer.run_dir.observers.append(board)
             if chosen:  # said once the settings are known to be valid, so an error stays a single line
                 tokens = "" if trainer.token_budget is None else \
                     f", token budget {_fmt_tokens(trainer.token_budget)} training tokens"
-                shown(f"{chosen}, time budget {_fmt_minutes(trainer.budget)}{tokens}")
+                tee(f"{chosen}, time budget {_fmt_minutes(trainer.budget)}{tokens}")
             result = trainer.run()
         # every rank done before the group goes away: a rank whose peer tears gloo down mid-exchange aborts
         context.barrier()
@@ -205,10 +255,11 @@ def _with_defaults(options: TrainOptions, context: distributed.DistContext) -> t
     """Fill in what the user left out (data folder, run directory, recipe); the start of the line saying what was
     chosen (the time budget is added once the config is resolved)."""
     chosen: list[str] = []
-    recorded = recorded_data_dir(options.run_dir) if options.resume and options.run_dir is not None else None
-    # a resumed run reads the data it was started on unless --data says otherwise (the checksums are checked)
-    data_dir = recorded if options.data_dir is None and recorded is not None else \
-        defaults.default_data_dir(options.data_dir)
+    if options.resume and options.run_dir is not None:
+        options, line = _as_recorded(options)
+        if line is not None:
+            chosen.append(line)
+    data_dir = defaults.default_data_dir(options.data_dir)
     if options.data_dir is None:
         chosen.append(f"data {data_dir}")
     recipe = options.recipe
@@ -218,7 +269,8 @@ def _with_defaults(options: TrainOptions, context: distributed.DistContext) -> t
     if options.resume:
         if run_dir is None:
             raise UsageError("--resume needs --out RUN_DIR: the run to continue")
-        return replace(options, data_dir=data_dir, recipe=recipe), None
+        line = f"resume {run_dir}: " + ", ".join(chosen) if chosen else None
+        return replace(options, data_dir=data_dir, recipe=recipe), line
     name = options.model or (load_recipe(recipe).get("model") if recipe is not None else None)
     if name is None:
         raise UsageError("no model given: pass --model NAME or a recipe with a 'model' key")
@@ -233,6 +285,33 @@ def _with_defaults(options: TrainOptions, context: distributed.DistContext) -> t
         chosen.append(f"run directory {run_dir}")
     line = f"train {name}: " + ", ".join(chosen) if chosen else None
     return replace(options, data_dir=data_dir, run_dir=run_dir, recipe=recipe), line
+
+
+def _as_recorded(options: TrainOptions) -> tuple[TrainOptions, str | None]:
+    """A resume continues the run that was started: the data folder, budgets and seeds it recorded fill in what
+    the command leaves out (a budget given anew replaces the recorded one, and other data are refused by their
+    checksums); what was filled in, for the log."""
+    recorded = recorded_settings(Path(options.run_dir)) if options.run_dir is not None else None
+    if recorded is None:
+        return options, None
+    filled = []
+    data_dir = options.data_dir
+    if data_dir is None:
+        if not recorded.data_dir.is_dir():
+            raise NotFoundError(f"{options.run_dir}: the run's data folder {recorded.data_dir} is not there any "
+                                "more; give --data DIR with the same data (its checksums are checked)")
+        data_dir = recorded.data_dir
+    max_tokens, max_time = options.max_tokens, options.max_time
+    if max_tokens is None and recorded.max_tokens is not None:
+        max_tokens = recorded.max_tokens
+        filled.append(f"--max-tokens {recorded.max_tokens}")
+    if max_time is None and recorded.max_time is not None:
+        max_time = recorded.max_time
+        filled.append(f"--max-time {recorded.max_time:g}")
+    seeds = options.seeds if options.seeds is not None else \
+        (tuple(recorded.seeds) if recorded.seeds is not None else None)
+    line = f"the run's recorded {' and '.join(filled)}" if filled else None
+    return replace(options, data_dir=data_dir, max_tokens=max_tokens, max_time=max_time, seeds=seeds), line
 
 
 def _fmt_tokens(tokens: float) -> str:
@@ -273,6 +352,7 @@ class Trainer:
         self.order: list[list[int]] | None = None  # the current epoch's batch order once chosen
         self.last_eval_seconds: float | None = None
         self.last_checkpoint_seconds: float | None = None
+        self.pace = _Pace()
         self.last_record: dict[str, Any] = {}
         self.stop = _StopSignal()
         self._prepare_run_dir()
@@ -513,7 +593,9 @@ class Trainer:
                 model=self.config.model, seed=cfg.seed, data_dir=self.data_dir,
                 command=self.options.command or command_line(), device=str(ctx.device),
                 world_size=ctx.world_size, threads=torch.get_num_threads(),
-                resumed_from_step=self.progress.step if self.options.resume else None)
+                resumed_from_step=self.progress.step if self.options.resume else None,
+                settings=self.told())
+            self._record_baseline()
         ctx.barrier()
         if self.options.resume and self.progress.stopped_early:
             reason = "early_stop"
@@ -532,16 +614,47 @@ class Trainer:
         result = TrainResult(self.run_dir.path, reason, self.progress.step, self.progress.epoch, self.select,
                              self.progress.best, self.last_record)
         if ctx.is_main:
-            self.run_dir.finish_manifest({"reason": reason, "step": result.step, "epochs_completed": result.epoch,
-                                          "select": self.select, "best": result.best,
-                                          "best_step": self.progress.best_step})
+            self.run_dir.finish_manifest(self._outcome(result))
             self.log(f"{_REASONS[reason]} after {result.step} steps ({result.epoch} complete epoch"
                      f"{'' if result.epoch == 1 else 's'}); best {self.select}: {_fmt(result.best)}; "
                      f"run saved in {self.run_dir.path}")
         ctx.barrier()
         return result
 
+    def told(self) -> dict[str, Any]:
+        """What this run was told beside its config (``manifest.json`` ``settings``), so a resume continues it."""
+        seeds = self.options.seeds
+        return {"max_tokens": self.options.max_tokens, "max_time": self.options.max_time,
+                "seeds": list(seeds) if seeds is not None else None}
+
+    def _record_baseline(self) -> None:
+        """Right-branching's scores on this run's dev data, once per run (``manifest.json`` ``baselines``): what
+        ``parse``, ``models`` and ``report`` compare the selected model with."""
+        if "baselines" in self.run_dir.read_manifest() or not self.dev_treebank.available(backend_class(BASELINE)):
+            return
+        self.run_dir.record_baselines({BASELINE: baseline_metrics(self.dev_treebank)})
+
+    def _outcome(self, result: TrainResult) -> dict[str, Any]:
+        """How this invocation ended, for the manifest (a signal by name: SIGINT is Ctrl-C)."""
+        outcome = {"reason": result.reason, "step": result.step, "epochs_completed": result.epoch,
+                   "select": self.select, "best": result.best, "best_step": self.progress.best_step}
+        if result.reason == "signal":
+            outcome["signal"] = self.stop.received
+        return outcome
+
     def _loop(self) -> str:
+        """The epochs under one progress bar for the whole run (:class:`BudgetBar`)."""
+        cfg, ctx, progress = self.train_config, self.context, self.progress
+        self.bar = BudgetBar(started=self.started, budget_minutes=self.budget, token_budget=self.token_budget,
+                             total_steps=cfg.epochs * self.steps_per_epoch, step=progress.step,
+                             tokens_seen=progress.tokens_seen, epochs=cfg.epochs,
+                             disable=self.options.quiet or not ctx.is_main)
+        try:
+            return self._epochs()
+        finally:
+            self.bar.close()
+
+    def _epochs(self) -> str:
         cfg, ctx, progress = self.train_config, self.context, self.progress
         if self._tokens_spent():  # a resumed run whose token budget is already spent
             return "max_tokens"
@@ -586,50 +699,66 @@ class Trainer:
         (``early_stop`` after an ``eval_every`` evaluation, ``signal``, ``max_time``)."""
         cfg, ctx, progress = self.train_config, self.context, self.progress
         assert self.order is not None
-        # shown in logs too (training is usually redirected to one): there, refreshed every 30 s only
-        interactive = sys.stderr.isatty()
-        bar = tqdm(total=n_steps, initial=first, desc=f"epoch {progress.epoch + 1}/{cfg.epochs}", unit="step",
-                   file=sys.stderr, leave=False, dynamic_ncols=interactive, mininterval=0.5 if interactive else 30.0,
-                   disable=self.options.quiet or not ctx.is_main)
+        bar = self.bar
         epoch_nll, epoch_count, epoch_tokens, epoch_seconds = 0.0, 0.0, 0, 0.0
-        try:
-            for k in range(first, n_steps):
-                rows = batching.rank_batch(self.order, k, ctx.rank, ctx.world_size)
-                t0 = time.monotonic()
-                nll, count, tokens = self._train_step(rows)
-                elapsed = time.monotonic() - t0
-                progress.step += 1
-                progress.batches_done = (k + 1) * ctx.world_size
-                progress.nll_sum += nll
-                progress.predicted += count
-                progress.tokens += tokens
-                progress.tokens_seen += tokens * ctx.world_size  # ranks read equal shares, to a batch
-                progress.seconds += elapsed
-                progress.train_seconds += elapsed
-                epoch_nll, epoch_count, epoch_tokens = epoch_nll + nll, epoch_count + count, epoch_tokens + tokens
-                epoch_seconds += elapsed
-                bar.update(1)
-                if bar.n % 10 == 0 or k + 1 == n_steps:
-                    speed = epoch_tokens * ctx.world_size / max(epoch_seconds, 1e-9)  # training steps only
-                    bar.set_postfix(loss=f"{epoch_nll / max(epoch_count, 1):.3f}", tok_s=f"{speed:,.0f}",
-                                    lr=f"{self.schedule.lr:.2e}", seen=_fmt_tokens(progress.tokens_seen),
-                                    refresh=False)
-                if cfg.curve_every_tokens and not self._tokens_spent() and (
-                        progress.tokens_seen // cfg.curve_every_tokens
-                        > (progress.tokens_seen - tokens * ctx.world_size) // cfg.curve_every_tokens):
-                    self._measure_curve_point()
-                if k + 1 == n_steps:
-                    return self._stop_reason()  # the epoch's end does its own evaluation and checkpoint
-                if cfg.eval_every and progress.step % cfg.eval_every == 0 and self._evaluate():
-                    return "early_stop"
-                reason = self._stop_reason()
-                if reason is not None:
-                    return reason
-                if cfg.checkpoint_every and progress.step % cfg.checkpoint_every == 0:
-                    self._checkpoint()
-        finally:
-            bar.close()
+        window = [0.0, 0.0, 0.0]  # training NLL, predicted tokens and seconds since the last log_every line
+        for k in range(first, n_steps):
+            rows = batching.rank_batch(self.order, k, ctx.rank, ctx.world_size)
+            t0 = time.monotonic()
+            nll, count, tokens = self._train_step(rows)
+            elapsed = time.monotonic() - t0
+            progress.step += 1
+            progress.batches_done = (k + 1) * ctx.world_size
+            progress.nll_sum += nll
+            progress.predicted += count
+            progress.tokens += tokens
+            progress.tokens_seen += tokens * ctx.world_size  # ranks read equal shares, to a batch
+            progress.seconds += elapsed
+            progress.train_seconds += elapsed
+            self.pace.add(tokens, elapsed)
+            epoch_nll, epoch_count, epoch_tokens = epoch_nll + nll, epoch_count + count, epoch_tokens + tokens
+            epoch_seconds += elapsed
+            window = [window[0] + nll, window[1] + count, window[2] + elapsed]
+            if cfg.log_every and progress.step % cfg.log_every == 0:
+                self._log_training(*window)
+                window = [0.0, 0.0, 0.0]
+            bar.advance(step=progress.step, tokens_seen=progress.tokens_seen, epoch=progress.epoch + 1)
+            if k % 10 == 0 or k + 1 == n_steps:
+                speed = epoch_tokens * ctx.world_size / max(epoch_seconds, 1e-9)  # training steps only
+                bar.set_postfix(loss=f"{epoch_nll / max(epoch_count, 1):.3f}", tok_s=f"{speed:,.0f}",
+                                lr=f"{self.schedule.lr:.2e}", seen=_fmt_tokens(progress.tokens_seen))
+            if cfg.curve_every_tokens and not self._tokens_spent() and (
+                    progress.tokens_seen // cfg.curve_every_tokens
+                    > (progress.tokens_seen - tokens * ctx.world_size) // cfg.curve_every_tokens):
+                self._measure_curve_point()
+            if k + 1 == n_steps:
+                return self._stop_reason()  # the epoch's end does its own evaluation and checkpoint
+            if cfg.eval_every and progress.step % cfg.eval_every == 0 and self._evaluate():
+                return "early_stop"
+            reason = self._stop_reason()
+            if reason is not None:
+                return reason
+            if cfg.checkpoint_every and progress.step % cfg.checkpoint_every == 0:
+                self._checkpoint()
         return None
+
+    def _log_training(self, nll: float, count: float, seconds: float) -> None:
+        """The ``train.log_every`` record: the training loss over the last steps (this rank's batches), in
+        metrics.jsonl (``"train_log": true``) and train.log — what the authors' scripts print every 100
+        batches."""
+        if not self.context.is_main or not count:
+            return
+        progress = self.progress
+        record = {"step": progress.step, "epoch": self._epoch_position(), "train_log": True,
+                  "lr": self.schedule.lr, "train_loss": nll / count, "tokens_seen": int(progress.tokens_seen),
+                  "train_s": round(progress.train_seconds, 3), "wall_s": round(self._wall_seconds(), 3)}
+        self.run_dir.append_metrics(record)
+        line = (f"step {progress.step} | train loss {nll / count:.4f} | lr {self.schedule.lr:.2e} | "
+                f"{_fmt_tokens(progress.tokens_seen)} tokens seen | {seconds:.1f} s in these steps")
+        if isinstance(self.log, TrainLog) and sys.stderr.isatty():
+            self.log.file_only(line)  # a terminal has it in the progress bar
+        else:
+            self.log(line)
 
     def _train_step(self, rows) -> tuple[float, float, int]:
         if self.streaming:
@@ -687,8 +816,9 @@ class Trainer:
         local: str | None = None
         if self.stop.received is not None:
             local = "signal"
-        elif self.deadline is not None and time.monotonic() + self._reserve() >= self.deadline:
+        elif self.deadline is not None and time.monotonic() + self._kept_back() >= self.deadline:
             local = "max_time"
+            self._note_late_end()
         elif self._tokens_spent():
             local = "max_tokens"
         if not self.context.distributed:
@@ -701,18 +831,29 @@ class Trainer:
         return self.token_budget is not None and self.progress.tokens_seen >= self.token_budget
 
     def _reserve(self) -> float:
-        """Seconds to keep for the final evaluation and checkpoint when the time budget ends (measured once
-        they have happened, estimated before)."""
+        """Seconds the final evaluation and checkpoint take: the last evaluation's measured time once there was
+        one; before, an estimate from this invocation's warm steps (:class:`_Pace`), not from the first step."""
         if self.last_eval_seconds is not None:
             evaluation = self.last_eval_seconds
-        elif self.dev_rows is None or self.progress.tokens == 0:
+        elif self.dev_rows is None or (speed := self.pace.tokens_per_second()) is None:
             evaluation = 0.0
         else:
             # dev forward passes run at about the training speed; parsing the dev set costs as much again
-            speed = self.progress.tokens / max(self.progress.seconds, 1e-9)
-            evaluation = 2.0 * sum(len(r) for r in self.dev_rows) / max(speed, 1e-9) / self.context.world_size
+            evaluation = 2.0 * sum(len(r) for r in self.dev_rows) / speed / self.context.world_size
         checkpoint = self.last_checkpoint_seconds if self.last_checkpoint_seconds is not None else 0.5
         return 1.2 * (evaluation + checkpoint) + 0.25
+
+    def _kept_back(self) -> float:
+        """The time kept back from the budget at its end: the reserve, at most RESERVE_SHARE of the budget."""
+        return capped_reserve(self._reserve(), self.started, self.deadline)
+
+    def _note_late_end(self) -> None:
+        """Say so when the final evaluation will run past the budget (its reserve was capped)."""
+        reserve, kept = self._reserve(), self._kept_back()
+        if reserve - kept > 1.0 and self.context.is_main:
+            self.log(f"note: the final evaluation is expected to take about {reserve:.0f} s, more than the "
+                     f"{kept:.0f} s ({RESERVE_SHARE:.0%} of the {self.budget:g}-minute budget) kept back for it; the "
+                     f"run ends about {reserve - kept:.0f} s after the budget")
 
     # ---------------------------------------------------------------------------------------- evaluation
 
@@ -730,7 +871,7 @@ class Trainer:
             self.model.eval()
             try:
                 parse_metrics = parsing_metrics(self.model, self.dev_treebank, decoder=cfg.decoder,
-                                                init=self.init_dev)
+                                                init=self.init_dev, progress=not self.options.quiet)
             finally:
                 self.model.train()
         record.update(ctx.broadcast(parse_metrics))

@@ -10,8 +10,12 @@ writes ``root``/``dep`` labels, so it would measure nothing.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
 
 from depinduce.structures.sentence import Sentence
 from depinduce.errors import RecipeError
@@ -19,6 +23,7 @@ from depinduce.io import read_sentences
 from depinduce.metrics import evaluate
 from depinduce.io.initial_graphs import InitialGraph
 from depinduce.training.config import CONSTITUENCY_METRICS, DEPENDENCY_METRICS, LABELLED_METRICS
+from depinduce.training.outcome import BASELINE
 from depinduce.models.base import Backend
 
 PARSE_BATCH = 64
@@ -60,12 +65,26 @@ def _length_order(sentences: list[Sentence]) -> list[int]:
     return sorted(range(len(sentences)), key=lambda k: len(sentences[k].words))
 
 
+def _parsed(sentences: list[Sentence], backend: Backend, request: Any, *, what: str, progress: bool,
+            init: list[InitialGraph] | None = None) -> None:
+    """Parse ``sentences`` in place, with a bar on stderr when ``progress`` (a slow backend's dev evaluation takes
+    minutes; training's own bar stands still meanwhile)."""
+    from depinduce.parsing import parse  # the parse pipeline pulls in every decoder
+
+    # on a terminal only: in a log file a second bar's cursor moves would be noise around the status lines
+    with tqdm(total=len(sentences), desc=f"dev evaluation ({what})", unit="sent", file=sys.stderr, leave=False,
+              disable=not (progress and sys.stderr.isatty()), mininterval=0.5) as bar:
+        for _ in parse(sentences, backend, request, progress=False, init=init):
+            bar.update(1)
+
+
 def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str,
-                    init: list[InitialGraph] | None = None) -> dict[str, float | None]:
+                    init: list[InitialGraph] | None = None, progress: bool = False) -> dict[str, float | None]:
     """Parse the dev sentences with ``backend`` and score them; keys as in ``metrics.jsonl`` (``dev_uda``...).
 
-    ``init``: initial graphs of the dev sentences (in dev.conllu order) for a refining backend."""
-    from depinduce.parsing import ParseRequest, parse  # the parse pipeline pulls in every decoder
+    ``init``: initial graphs of the dev sentences (in dev.conllu order) for a refining backend; ``progress``: a
+    bar on stderr."""
+    from depinduce.parsing import ParseRequest
 
     out: dict[str, float | None] = {}
     wanted = dev.available(backend)
@@ -76,8 +95,8 @@ def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str,
         gold = [dev.dependencies[k] for k in order]
         pred = [Sentence(words=list(s.words), xpos=s.xpos, upos=s.upos, metadata=dict(s.metadata),
                          sent_id=s.sent_id) for s in gold]
-        list(parse(pred, backend, ParseRequest(fmt="conllu", decoder=decoder, batch_size=PARSE_BATCH),
-                   progress=False, init=None if init is None else [init[k] for k in order]))
+        _parsed(pred, backend, ParseRequest(fmt="conllu", decoder=decoder, batch_size=PARSE_BATCH),
+                what="dependencies", progress=progress, init=None if init is None else [init[k] for k in order])
         metrics = evaluate(gold, pred, gold_path="dev.conllu", pred_path="model").metrics()
         out.update(dev_dda=metrics["dda"], dev_uda=metrics["uda"], dev_root_accuracy=metrics["root_accuracy"],
                    dev_well_formed=metrics["well_formed"])
@@ -86,11 +105,20 @@ def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str,
     if dev.trees and "dev_uf1" in wanted:
         gold = [dev.trees[k] for k in _length_order(dev.trees)]
         pred = [Sentence(words=list(s.words), xpos=s.xpos, metadata={"punct_rule": "ptb"}) for s in gold]
-        list(parse(pred, backend, ParseRequest(fmt="brackets", decoder=decoder, batch_size=PARSE_BATCH),
-                   progress=False))
+        _parsed(pred, backend, ParseRequest(fmt="brackets", decoder=decoder, batch_size=PARSE_BATCH),
+                what="trees", progress=progress)
         metrics = evaluate(gold, pred, gold_path="dev.trees", pred_path="model").metrics()
         out.update(dev_uf1=metrics["uf1_sentence"], dev_uf1_corpus=metrics["uf1_corpus"])
     return out
+
+
+def baseline_metrics(dev: DevTreebank) -> dict[str, float | None]:
+    """Right-branching's scores on ``dev``, measured exactly as a model's dev scores are: the bar a trained model
+    must clear, stored beside the run's scores (``manifest.json`` ``baselines``) so ``parse`` can warn below it."""
+    from depinduce.models.registry import backend_class
+
+    backend = backend_class(BASELINE).load(None)
+    return parsing_metrics(backend, dev, decoder=backend.default_decoder)
 
 
 def check_selectable(select: str, available: set[str], *, has_dev_text: bool) -> None:

@@ -14,7 +14,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from tqdm import tqdm
 
 from depinduce.errors import InputError, ModelError
@@ -62,7 +61,7 @@ def measure(run_dir: Path, text: Path, *, device: str = "cpu", batch_tokens: int
     rows = batching.read_corpus(text, model.vocab)
     loss_module = LossModule(model, objective)
     budget = batch_tokens or cfg.batch_tokens
-    dev = torch.device(device)
+    dev = model.device  # where load_model put it (``auto`` resolved)
     if isinstance(objective, StreamLM):
         stream = batching.TokenStream(rows, len(model.vocab), max(1, budget // cfg.bptt), cfg.bptt)
         with tqdm(total=stream.n_chunks, unit="chunk", file=sys.stderr, disable=None if progress else True,

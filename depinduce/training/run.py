@@ -8,7 +8,8 @@
       model.pt       the best state dict so far (by train.select)
       last.pt        the full training state of the latest checkpoint (for --resume)
       metrics.jsonl  one JSON object per evaluation
-      manifest.json  versions, data checksums, seed, and each (re)start's command line and outcome
+      manifest.json  versions, data checksums, seed, each (re)start's command line and outcome (how it ended), and
+                     right-branching's scores on the run's dev data (``baselines``), the bar its model must clear
 
 Only rank 0 writes here; every write is atomic (see :mod:`depinduce.training.checkpoint`).
 """
@@ -20,8 +21,8 @@ import math
 import platform
 import sys
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +30,16 @@ import torch
 
 import depinduce
 from depinduce.checksum import sha256_file
-from depinduce.errors import ResourceError, RunDirectoryError, UsageError
+from depinduce.data.files import VOCAB_MAX_BYTES, read_text_file, try_read_json
+from depinduce.data.run_files import read_manifest as read_run_manifest, read_metrics as read_run_metrics
+from depinduce.errors import DepinduceError, ResourceError, RunDirectoryError, UsageError
 from depinduce.locking import absolute
+from depinduce.io.outputs import RUN_FORMAT, check_replaceable_folder, write_failure
 from depinduce.training.checkpoint import atomic_write_text
 
-RUN_FILES = ("config.yaml", "vocab.json", "tags.json", "model.pt", "last.pt", "metrics.jsonl", "manifest.json")
-MANIFEST_FORMAT = "depinduce-run"
+RUN_FILES = ("config.yaml", "vocab.json", "tags.json", "model.pt", "last.pt", "metrics.jsonl", "manifest.json",
+             "train.log")
+MANIFEST_FORMAT = RUN_FORMAT
 # The DATA_DIR files a run reads (when present); their checksums tie the run to its data.
 DATA_FILES = ("train.txt", "vocab.json", "dev.txt", "dev.conllu", "dev.trees", "train.conllu")
 
@@ -59,14 +64,8 @@ def check_run_dir(run_dir: Path, *, force: bool, resume: bool, data_dir: Path | 
             raise RunDirectoryError(f"{run_dir}: no last.pt; the run never reached its first checkpoint — "
                                     "start over with --force")
         return
-    if run_dir.exists() and not run_dir.is_dir():
-        raise RunDirectoryError(f"{run_dir} exists and is not a folder; choose another --out")
-    if run_dir.is_dir() and any(run_dir.iterdir()):
-        if not force:
-            raise RunDirectoryError(f"{run_dir} already exists; use --resume to continue it or --force to start over")
-        if not (run_dir / "config.yaml").is_file():
-            raise RunDirectoryError(f"{run_dir}: not a run directory (no config.yaml); --force replaces runs only, "
-                                    "so choose another --out")
+    # a run is recognised by its manifest, never by a file name: a folder of the user's is refused even with --force
+    check_replaceable_folder(run_dir, force, "run", "use --resume to continue it or --force to start over")
 
 
 def clear_run_files(run_dir: Path) -> None:
@@ -75,17 +74,30 @@ def clear_run_files(run_dir: Path) -> None:
         (run_dir / name).unlink(missing_ok=True)
     for leftover in run_dir.glob(".*.tmp"):
         leftover.unlink(missing_ok=True)
+    for events in run_dir.glob("tensorboard/events.out.tfevents.*"):  # train.tensorboard's, from the old run
+        events.unlink(missing_ok=True)
 
 
-def recorded_data_dir(run_dir: Path) -> Path | None:
-    """The data folder a run was started on (its manifest's ``data.dir``), if the manifest says and it still
-    exists: what ``--resume`` reads when no ``--data`` is given."""
-    try:
-        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-        folder = Path(manifest["data"]["dir"])
-    except (OSError, ValueError, KeyError, TypeError):
+@dataclass(frozen=True)
+class RecordedSettings:
+    """What a run was told beside its ``config.yaml``: its data folder, budgets and the ``--seeds`` it is one of
+    (None: not given, or a run from before they were recorded).  ``--resume`` continues with these."""
+
+    data_dir: Path
+    max_tokens: int | None = None
+    max_time: float | None = None
+    seeds: list[int] | None = None
+
+
+def recorded_settings(run_dir: Path) -> RecordedSettings | None:
+    """The settings in ``run_dir``'s manifest; None when it has none (killed before its first checkpoint wrote
+    one); a damaged manifest is a one-line :class:`RunDirectoryError`."""
+    if not (run_dir / "manifest.json").exists():
         return None
-    return folder if folder.is_dir() else None
+    manifest = RunDir(run_dir).read_manifest()
+    told = manifest.get("settings") or {}
+    return RecordedSettings(Path(manifest["data"]["dir"]), told.get("max_tokens"), told.get("max_time"),
+                            told.get("seeds"))
 
 
 def data_checksums(data_dir: Path) -> dict[str, dict[str, Any]]:
@@ -110,6 +122,8 @@ class RunDir:
     """Paths and writers of one run directory."""
 
     path: Path
+    # called with each record appended to metrics.jsonl (TensorBoard, when train.tensorboard is on)
+    observers: list[Callable[[Mapping[str, Any]], None]] = field(default_factory=list, compare=False)
 
     @property
     def config(self) -> Path:
@@ -150,16 +164,20 @@ class RunDir:
         except OSError as exc:
             reason = "a file is in the way" if isinstance(exc, (FileExistsError, NotADirectoryError)) else exc.strerror
             raise ResourceError(f"{self.path}: cannot create the run directory ({reason or exc})") from None
+        if not self.manifest.exists():  # first: a run killed at any later point is still known as depinduce's
+            self.write_manifest({"format": MANIFEST_FORMAT, "runs": []})
         atomic_write_text(self.config, config_yaml)
         atomic_write_text(self.vocab, vocab_json if vocab_json is not None
-                          else (data_dir / "vocab.json").read_text(encoding="utf-8"))
+                          else read_text_file(data_dir / "vocab.json", "vocabulary", VOCAB_MAX_BYTES))
         if tags_json is not None:
             atomic_write_text(self.tags, tags_json)
         self.metrics.touch()
 
     def start_manifest(self, *, model: str, seed: int, data_dir: Path, command: list[str], device: str,
-                       world_size: int, threads: int, resumed_from_step: int | None) -> None:
-        """Write (or, on resume, extend) ``manifest.json``; a resume on changed data is refused."""
+                       world_size: int, threads: int, resumed_from_step: int | None,
+                       settings: Mapping[str, Any]) -> None:
+        """Write (or, on resume, extend) ``manifest.json``; a resume on changed data is refused.  ``settings``
+        (:data:`~depinduce.data.run_files.SETTINGS`: the budgets in effect, the seeds) replace the recorded ones."""
         checksums = data_checksums(data_dir)
         entry = {
             "command": command,
@@ -174,16 +192,14 @@ class RunDir:
             manifest = self.read_manifest()
             self.check_resume_data(data_dir, checksums)
             manifest.setdefault("runs", []).append(entry)
+            manifest["settings"] = dict(settings)
         else:
             data_manifest = data_dir / "manifest.json"
             source = None
-            if data_manifest.is_file():
-                try:
-                    described = json.loads(data_manifest.read_text(encoding="utf-8"))
-                    source = {"command": described.get("command"), "source": described.get("source"),
-                              "manifest_sha256": sha256_file(data_manifest)}
-                except (OSError, ValueError):
-                    source = None
+            described = try_read_json(data_manifest)
+            if isinstance(described, dict):
+                source = {"command": described.get("command"), "source": described.get("source"),
+                          "manifest_sha256": sha256_file(data_manifest)}
             manifest = {
                 "format": MANIFEST_FORMAT,
                 "model": model,
@@ -197,6 +213,7 @@ class RunDir:
                 "data": {"dir": str(data_dir.resolve()), "files": checksums, "preprocess": source},
                 # what --resume checks: the run continues with these settings, so an edited config.yaml is refused
                 "config_sha256": sha256_file(self.config),
+                "settings": dict(settings),
                 "runs": [entry],
             }
         self.write_manifest(manifest)
@@ -228,15 +245,18 @@ class RunDir:
 
     def read_manifest(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.manifest.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise RunDirectoryError(f"{self.manifest}: unreadable run manifest ({exc.__class__.__name__})") from exc
-        if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
-            raise RunDirectoryError(f"{self.manifest}: not a depinduce run manifest")
-        return data
+            return read_run_manifest(self.manifest)
+        except DepinduceError as exc:
+            raise RunDirectoryError(f"unreadable run manifest: {exc}") from None
 
     def write_manifest(self, manifest: Mapping[str, Any]) -> None:
         atomic_write_text(self.manifest, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+
+    def record_baselines(self, scores: Mapping[str, Mapping[str, Any]]) -> None:
+        """Keep baselines' dev scores (``{"right-branching": {"dev_uda": …}}``) in the manifest."""
+        manifest = self.read_manifest()
+        manifest["baselines"] = {name: {k: _finite(v) for k, v in values.items()} for name, values in scores.items()}
+        self.write_manifest(manifest)
 
     def finish_manifest(self, outcome: Mapping[str, Any]) -> None:
         """Record how this (re)start ended in its ``runs`` entry."""
@@ -249,27 +269,22 @@ class RunDir:
 
     def append_metrics(self, record: Mapping[str, Any]) -> None:
         line = json.dumps({k: _finite(v) for k, v in record.items()}, ensure_ascii=False)
-        with self.metrics.open("a", encoding="utf-8") as stream:
-            stream.write(line + "\n")
-            stream.flush()
+        try:
+            with self.metrics.open("a", encoding="utf-8") as stream:
+                stream.write(line + "\n")
+                stream.flush()
+        except OSError as exc:
+            raise write_failure(self.metrics, exc) from None
+        for observer in self.observers:  # e.g. TensorBoard (train.tensorboard)
+            observer(record)
 
     def read_metrics(self) -> list[dict[str, Any]]:
-        if not self.metrics.is_file():
-            return []
-        records = []
-        for number, line in enumerate(self.metrics.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                # a line cut short by a kill mid-write: everything after it is dropped on resume too
-                break
-        return records
+        """The evaluations so far (a line cut short by a kill mid-write is dropped, and redone on resume)."""
+        return read_run_metrics(self.metrics)
 
     def trim_metrics(self, max_step: int) -> None:
         """On resume: drop evaluations made after the checkpoint being resumed (they will be redone)."""
-        kept = [r for r in self.read_metrics() if int(r.get("step", 0)) <= max_step]
+        kept = [r for r in self.read_metrics() if r["step"] <= max_step]
         atomic_write_text(self.metrics, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
 
 

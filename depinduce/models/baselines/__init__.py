@@ -25,6 +25,7 @@ class _FixedBaseline(Backend):
     """Shared loading for the untrained baselines, which take no run directory."""
 
     capabilities = _BASELINE
+    head_probs = "decoded"  # the tree is the baseline's decision, not a distribution: its heads have probability 1
 
     @classmethod
     def load(cls, run_dir: Path | None, *, device: str = "cpu", seed: int = 0) -> Backend:

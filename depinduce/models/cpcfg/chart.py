@@ -272,12 +272,13 @@ def split_distances(selected: torch.Tensor, n: int) -> torch.Tensor:
     the width of the smallest chosen span holding both words — the node that splits there, wider than every node
     below it, so each span's own split point is its unique maximum."""
     if n < 2:
-        return torch.zeros(0)
+        return torch.zeros(0, dtype=torch.promote_types(selected.dtype, torch.float32))
     chosen = selected[: n + 1, : n + 1] > 0.5
     fence = torch.arange(n + 1)
-    width = (fence.unsqueeze(0) - fence.unsqueeze(1)).float()  # [i, j] = j − i
+    dtype = torch.promote_types(selected.dtype, torch.float32)  # a float64 model's distances stay float64
+    width = (fence.unsqueeze(0) - fence.unsqueeze(1)).to(dtype)  # [i, j] = j − i
     width = torch.where(chosen, width, torch.full_like(width, float("inf")))
     boundary = torch.arange(1, n).view(-1, 1, 1)
     contains = (fence.view(1, -1, 1) < boundary) & (fence.view(1, 1, -1) > boundary)  # i < k < j
-    return torch.where(contains, width.unsqueeze(0), torch.full_like(contains, float("inf"), dtype=torch.float)
+    return torch.where(contains, width.unsqueeze(0), torch.full_like(contains, float("inf"), dtype=dtype)
                        ).amin(dim=(1, 2))

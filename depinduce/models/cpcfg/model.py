@@ -189,7 +189,8 @@ class CPCFG(NeuralBackend):
         # float64: in float32 the best derivations of a long sentence are often within round-off of each other
         # (about 1e-5 in a log-probability of -300), so the chosen tree would depend on the summation order
         exact = Grammar(grammar.root.double(), grammar.rules.double(), grammar.terms.double(), grammar.lengths)
-        return torch.cat([span_gradients(part, "max") for part in self._viterbi_groups(exact)], dim=0).float()
+        spans = torch.cat([span_gradients(part, "max") for part in self._viterbi_groups(exact)], dim=0)
+        return spans.to(torch.promote_types(grammar.root.dtype, torch.float32))  # 0/1, in the model's dtype
 
     def _viterbi_groups(self, grammar: Grammar) -> list[Grammar]:
         """The batch cut into runs of sentences whose max-product chart stays under ``viterbi_memory_mb``."""

@@ -28,9 +28,10 @@ from depinduce.data.normalize import Normalization
 from depinduce.data.vocab import Vocab
 from depinduce.errors import UsageError
 from depinduce.io.initial_graphs import InitialGraph
-from depinduce.models.base import Capabilities, OwnDecoder, ParseScores
+from depinduce.models.base import Capabilities, OwnDecoder, ParseScores, described_decoders
 from depinduce.models.dmv.chart import SentenceScores, inside
 from depinduce.models.dmv.config import DMVConfig
+from depinduce.models.dmv.decoder_info import DECODERS
 from depinduce.models.neural import NeuralBackend, pad_batch
 from depinduce.structures.sentence import Sentence
 
@@ -80,15 +81,13 @@ class DMV(NeuralBackend):
     description = ("DMV (Klein & Manning 2004): generative dependency model with valence over gold tags or frequent "
                    "words, EM from the harmonic initialiser; reads tags from CoNLL-U")
     # objective "em": ``depinduce train`` runs :class:`depinduce.training.em.EMTrainer`, not gradient steps
+    head_probs = "scores"  # the arc marginals of its inside-outside (score_tensors)
     capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=False,
                                 objective="em", reads_tags=True)
     default_recipes = {"cpu": "dmv-ptb-cpu", "cuda": "dmv-ptb-cpu"}
     default_decoder = "dmv-viterbi"
     config_class = DMVConfig
-    own_decoders: ClassVar[dict[str, OwnDecoder]] = {
-        "dmv-viterbi": OwnDecoder("the DMV's most probable projective tree (Viterbi; Klein & Manning's parses)",
-                                  _viterbi),
-    }
+    own_decoders: ClassVar[dict[str, OwnDecoder]] = described_decoders(DECODERS, {"dmv-viterbi": _viterbi})
 
     def __init__(self, config: DMVConfig, vocab: Vocab) -> None:
         super().__init__(config, vocab)

@@ -28,7 +28,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from depinduce.models.base import OwnDecoder, ParseScores
+from depinduce.models.base import OwnDecoder, ParseScores, described_decoders
+from depinduce.models.probformer.decoder_info import descriptions
 from depinduce.structures.eisner import eisner_single
 from depinduce.structures.root_reweighting import root_reweighted_tree
 
@@ -61,17 +62,8 @@ def authors_decoders(*, root_node: bool) -> dict[str, OwnDecoder]:
         assert scores.heads is not None
         return head_probabilities(scores.heads, root_node=root_node)
 
-    root = "the ROOT marginal" if root_node else "ROOT at probability 0"
-    return {
-        "probformer-argmax": OwnDecoder(
-            "the authors' default (evaluate.py 'argmax'): each word's most probable head"
-            + (" (ROOT included); not a tree" if root_node else " among the words, never ROOT; not a tree"),
-            lambda scores: argmax_tree(probabilities(scores), root_node=root_node)),
-        "probformer-nonprojective": OwnDecoder(
-            f"the authors' 'nonprojective': Chu-Liu/Edmonds over head probabilities (not logs), {root}, with "
-            "root reweighting (ROOT arcs lowered by 1 + n·(max − min)): the best single-rooted tree",
-            lambda scores: root_reweighted_tree(probabilities(scores))),
-        "probformer-projective": OwnDecoder(
-            f"the authors' 'projective': Eisner with one root over head probabilities (not logs), {root}",
-            lambda scores: eisner_single(probabilities(scores))),
-    }
+    return described_decoders(descriptions(root_node=root_node), {
+        "probformer-argmax": lambda scores: argmax_tree(probabilities(scores), root_node=root_node),
+        "probformer-nonprojective": lambda scores: root_reweighted_tree(probabilities(scores)),
+        "probformer-projective": lambda scores: eisner_single(probabilities(scores)),
+    })

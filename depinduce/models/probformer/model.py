@@ -62,9 +62,10 @@ def head_scores(heads: torch.Tensor, root: torch.Tensor | None) -> torch.Tensor:
         received = heads.sum(dim=0)
         total = received.sum()
         root = received / total if total > 0 else torch.ones_like(received)
-    out = torch.full((n + 1, n + 1), float("-inf"), dtype=torch.float32, device=heads.device)
-    out[1:, 1:] = heads.float().clamp_min(_FLOOR).log()
-    out[1:, 0] = root.float().clamp_min(_FLOOR).log()
+    dtype = torch.promote_types(heads.dtype, torch.float32)  # a float64 model's scores stay float64
+    out = torch.full((n + 1, n + 1), float("-inf"), dtype=dtype, device=heads.device)
+    out[1:, 1:] = heads.to(dtype).clamp_min(_FLOOR).log()
+    out[1:, 0] = root.to(dtype).clamp_min(_FLOOR).log()
     out[1:, 1:].fill_diagonal_(float("-inf"))
     return out
 
@@ -76,6 +77,7 @@ class ProbFormer(LinearOutputLayer, MaskedLMBackend):
     name = "probformer"
     description = "Probabilistic Transformer (Wu and Tu 2023): CRF over latent labels and heads, mean-field inference"
     capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=False, objective="mlm")
+    head_probs = "scores"  # its head marginals Q_h (the channels' average, or --channel's)
     default_recipes = {"cpu": "probformer-ptb-cpu", "cuda": "probformer-ptb"}
     config_class = ProbFormerConfig
     # The paper's MLM model has no ROOT node: its decoders give ROOT probability 0.
@@ -175,6 +177,15 @@ class ProbFormer(LinearOutputLayer, MaskedLMBackend):
             ParseScores(heads=head_scores(heads[b, :n, :n], None if root is None else root[b, :n]))
             for b, n in enumerate(mask.sum(dim=-1).tolist())
         ]
+
+    def word_head_probs(self, scores: ParseScores) -> torch.Tensor:
+        """Q̄_h rows over {ROOT, words}; without the ROOT node (``root: false``) the CRF gives ROOT probability 0
+        and each row of Q̄_h over the other words sums to 1 (column 0 of the scores is then a root score, the
+        share of received mass, not a probability)."""
+        probs = super().word_head_probs(scores)
+        if self.mean_field.root_factor is None:
+            probs[:, 0] = 0.0
+        return probs
 
     @torch.no_grad()
     def sentence_representation(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -160,9 +160,9 @@ class PRPN(LinearOutputLayer, NeuralBackend):
         depths = self.word_depths(tokens, mask)
         scores = []
         for b, n in enumerate(mask.sum(dim=-1).tolist()):
-            words = depths[b, :n].float()
+            words = depths[b, :n]  # the model's dtype: a float64 model's scores stay float64
             if self.config.tree == "paper":
-                split = torch.tensor(word_depths_to_split_distances(words.tolist()), dtype=torch.float32)
+                split = torch.tensor(word_depths_to_split_distances(words.tolist()), dtype=words.dtype)
             else:
                 split = words[1:].clone()
             scores.append(ParseScores(distances=split))

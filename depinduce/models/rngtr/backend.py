@@ -33,6 +33,7 @@ class RNGTr(NeuralBackend):
     name = "rngtr"
     description = ("RNGTr/SynTr (Mohammadshahi & Henderson 2021): supervised graph-to-graph transformer that parses "
                    "and refines any initial parse; reads UPOS, predicts labels")
+    head_probs = "scores"  # the arc softmax of the final refinement pass (score_tensors)
     capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=True,
                                 objective="supervised", whole_sentences=True, refines=True)
     default_recipes = {"cpu": "rngtr-ud-cpu", "cuda": "rngtr-ud"}
@@ -96,9 +97,9 @@ class RNGTr(NeuralBackend):
         names = self.tags.decode_labels(range(self.tags.n_labels))
         out = []
         for b, n in enumerate(mask.sum(dim=-1).tolist()):
-            heads = torch.full((n + 1, n + 1), float("-inf"))
+            heads = torch.full((n + 1, n + 1), float("-inf"), dtype=final.arcs.dtype)
             heads[1:] = final.arcs[b, :n, : n + 1].cpu()
-            labels = torch.full((n + 1, n + 1, self.tags.n_labels), float("-inf"))
+            labels = torch.full((n + 1, n + 1, self.tags.n_labels), float("-inf"), dtype=final.labels.dtype)
             labels[1:] = final.labels[b, :n, : n + 1].cpu()
             out.append(ParseScores(heads=heads, labels=labels, label_names=names))
         return out

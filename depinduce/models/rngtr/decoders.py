@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from depinduce.models.base import OwnDecoder, ParseScores
+from depinduce.models.base import ParseScores, described_decoders
+from depinduce.models.rngtr.decoder_info import DECODERS
 from depinduce.structures.mst import root_retry_tree
 
 
@@ -38,8 +39,4 @@ def _decode(scores: ParseScores) -> list[int]:
     return probability_tree(scores.heads)
 
 
-AUTHORS_DECODERS = {
-    "rngtr-mst": OwnDecoder(
-        "the authors' final decoder: the single-rooted tree with the largest sum of arc probabilities "
-        "(Chu-Liu/Edmonds with Dozat's root rule), where mst maximises the sum of log-probabilities", _decode),
-}
+AUTHORS_DECODERS = described_decoders(DECODERS, {"rngtr-mst": _decode})

@@ -176,8 +176,9 @@ class RNGTrNetwork(nn.Module):
         a sentence that stops at pass t is decoded from pass t−1; its argmax graph is the same, its MST may not
         be)."""
         B, T = tokens.shape
-        arcs = torch.zeros((B, T, T + 1), device=tokens.device)
-        labels = torch.zeros((B, T, T + 1, self.n_labels), device=tokens.device)
+        dtype = self._score_dtype()
+        arcs = torch.zeros((B, T, T + 1), dtype=dtype, device=tokens.device)
+        labels = torch.zeros((B, T, T + 1, self.n_labels), dtype=dtype, device=tokens.device)
         previous = self.config.decode_pass == "previous"
         kept: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # rows, hidden, arc of the pass before
         passes = 0
@@ -200,5 +201,9 @@ class RNGTrNetwork(nn.Module):
     def _store(self, arcs: torch.Tensor, labels: torch.Tensor, rows: torch.Tensor, hidden: torch.Tensor,
                arc: torch.Tensor) -> None:
         """Write the decoders' log-probabilities of the sentences ``rows`` from one pass's outputs."""
-        arcs[rows] = F.log_softmax(arc.float(), dim=-1)
-        labels[rows] = F.log_softmax(self.label.all_pairs(hidden).float(), dim=-1)
+        arcs[rows] = F.log_softmax(arc.to(arcs.dtype), dim=-1)
+        labels[rows] = F.log_softmax(self.label.all_pairs(hidden).to(labels.dtype), dim=-1)
+
+    def _score_dtype(self) -> torch.dtype:
+        """The decoders' log-probabilities: float32, or float64 in a float64 network (no silent narrowing)."""
+        return torch.promote_types(next(self.parameters()).dtype, torch.float32)

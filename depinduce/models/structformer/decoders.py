@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from depinduce.models.base import OwnDecoder, ParseScores
+from depinduce.models.base import ParseScores, described_decoders
+from depinduce.models.structformer.decoder_info import DECODERS
 
 
 def tied_root_argmax(scores: ParseScores) -> list[int]:
@@ -41,10 +42,4 @@ def tied_root_argmax(scores: ParseScores) -> list[int]:
     return [0 if root else head for root, head in zip(is_root, best)]
 
 
-OWN_DECODERS = {
-    "structformer-argmax": OwnDecoder(
-        "the authors' decoder: every word at the greatest height is a root (several at a tie), every other word "
-        "takes its most probable parent; not always a tree",
-        tied_root_argmax,
-    ),
-}
+OWN_DECODERS = described_decoders(DECODERS, {"structformer-argmax": tied_root_argmax})

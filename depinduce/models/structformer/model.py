@@ -69,6 +69,7 @@ class StructFormer(LinearOutputLayer, MaskedLMBackend):
     name = "structformer"
     description = "StructFormer (Shen et al. 2021): masked-LM transformer with dependency-constrained attention"
     capabilities = Capabilities(dependency=True, constituency=True, trainable=True, supervised=False, objective="mlm")
+    head_probs = "scores"  # its parent distribution, root probability in column 0 (score_tensors)
     default_recipes = {"cpu": "structformer-ptb-cpu", "cuda": "structformer-ptb"}
     config_class = StructFormerConfig
     parser_modules = ("parser",)  # what train.parser_lr applies to
@@ -105,9 +106,11 @@ class StructFormer(LinearOutputLayer, MaskedLMBackend):
             embedded = self.embedding(tokens)
         distance, height = self.parser(embedded, mask)
         # In float32 even under autocast (precision: bf16): the parent distribution multiplies and accumulates
-        # probabilities over spans, which bfloat16's 8-bit mantissa would round away.
+        # probabilities over spans, which bfloat16's 8-bit mantissa would round away.  A float64 model stays
+        # float64 (the authors' function to round-off, scripts/check_authors.py).
         with autocast_off(distance):
-            distance, height = distance.float(), height.float()
+            dtype = torch.promote_types(distance.dtype, torch.float32)
+            distance, height = distance.to(dtype), height.to(dtype)
             distance = calibrate_distances(distance, height, mask, per_batch=batch_margin)
             sharpness = self.log_sharpness.exp()
             parent, root = parent_distribution(distance, height, mask, sharpness[0], sharpness[1])
@@ -167,9 +170,9 @@ class StructFormer(LinearOutputLayer, MaskedLMBackend):
         split_ties = self.config.tree_ties == "nary"
         scores = []
         for b, n in enumerate(mask.sum(dim=-1).tolist()):
-            heads = torch.full((n + 1, n + 1), float("-inf"), dtype=torch.float32, device=tokens.device)
-            heads[1:, 1:] = found.parent[b, :n, :n].float().clamp_min(_LOG_FLOOR).log()
-            heads[1:, 0] = found.root[b, :n].float().clamp_min(_LOG_FLOOR).log()
+            heads = torch.full((n + 1, n + 1), float("-inf"), dtype=found.parent.dtype, device=tokens.device)
+            heads[1:, 1:] = found.parent[b, :n, :n].clamp_min(_LOG_FLOOR).log()
+            heads[1:, 0] = found.root[b, :n].clamp_min(_LOG_FLOOR).log()
             heads[1:, 1:].fill_diagonal_(float("-inf"))
             scores.append(
                 ParseScores(heads=heads, distances=found.distance[b, : max(n - 1, 0)], heights=found.height[b, :n],

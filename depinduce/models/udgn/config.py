@@ -16,6 +16,13 @@ reason of their own but are what the CPU recipes' measured results were trained 
   ``depinduce`` — Xavier per q, k, v, g block (a bound √((H + 4Nd)/(H + Nd)) ≈ 1.73× larger at the paper's
   sizes), zero left/right biases (the layer starts as the ``relative_bias: false`` ablation), and
   ``nn.Linear``'s default initialisation for the parser projection.
+
+One numerical constant differs from the authors' code:
+
+- ``graph_floor``: the authors weight the controller by exp(log(m + 1e-6)), so every real pair (i, j), the
+  word itself included, passes at least 1e-6 of its controller weight; depinduce's default 0.0 weights by m
+  itself (equation 11), so the diagonal and pairs the parser rules out pass nothing.  ``1.0e-6`` (the paper
+  recipe) is the authors' function; the two differ by up to ~1e-6 in the states.
 """
 
 from __future__ import annotations
@@ -36,7 +43,8 @@ class UDGNConfig:
     ``parser_layers`` layers with ``parser_hidden_size`` units per direction.  ``dropout`` is applied to the
     embeddings, between and after the BiLSTM layers, to each layer's concatenated messages (with
     ``dgn_dropout: twice`` also to its projected output) and before the output layer; ``dropatt`` drops
-    controller weights a_ijk, i.e. head k for the pair (i, j).  ``dgn_dropout`` and ``init``: see above.
+    controller weights a_ijk, i.e. head k for the pair (i, j).  ``dgn_dropout``, ``init`` and ``graph_floor``:
+    see above.
 
     ``recompute_lstm`` and ``recompute_heads`` are implementation choices that leave the results unchanged: CPU
     training reruns each BiLSTM layer in backward instead of keeping oneDNN's workspace (~190 MB per layer for a
@@ -60,13 +68,14 @@ class UDGNConfig:
     activation: Literal["tanh", "identity"] = "tanh"
     dgn_dropout: Literal["twice", "once"] = "twice"
     init: Literal["authors", "depinduce"] = "authors"
+    graph_floor: float = 0.0
     recompute_lstm: bool | str = "auto"
     recompute_heads: bool | str = "auto"
 
     def __post_init__(self) -> None:
         check = ConfigChecks("udgn", self)
         check.positive_ints("hidden_size", "n_layers", "n_heads", "head_size", "parser_layers", "parser_hidden_size")
-        check.probabilities("dropout", "dropatt")
+        check.probabilities("dropout", "dropatt", "graph_floor")
         check.booleans("gates", "relative_bias")
         check.choices("competition", ("softmax", "sigmoid"))
         check.choices("activation", ("tanh", "identity"))

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from depinduce.models.base import OwnDecoder, ParseScores
+from depinduce.models.base import ParseScores, described_decoders
+from depinduce.models.udgn.decoder_info import DECODERS
 from depinduce.structures.root_trials import tree_over_root_trials
 
 # The authors add it to p before the log: the floor of a word-to-word score is log(1e-9) ≈ −20.7.
@@ -46,13 +47,7 @@ def authors_argmax(p: np.ndarray) -> list[int]:
     return [0 if int(j) == i else int(j) + 1 for i, j in enumerate(best)]
 
 
-AUTHORS_DECODERS = {
-    "udgn-tree": OwnDecoder(
-        "the authors' tree decoder (the paper's DDA): Chu-Liu/Edmonds over log(p + 1e-9) between words, every "
-        "root scored 0, each word tried as the root (the first best wins)",
-        lambda scores: authors_tree(word_probabilities(scores))),
-    "udgn-argmax": OwnDecoder(
-        "the authors' argmax (the paper's argmax column): each word's most probable other word; never ROOT "
-        "except one-word sentences",
-        lambda scores: authors_argmax(word_probabilities(scores))),
-}
+AUTHORS_DECODERS = described_decoders(DECODERS, {
+    "udgn-tree": lambda scores: authors_tree(word_probabilities(scores)),
+    "udgn-argmax": lambda scores: authors_argmax(word_probabilities(scores)),
+})

@@ -22,8 +22,9 @@ the left/right biases uniformly in ±0.1, as their code does; ``depinduce`` draw
 larger bound: fan-out N·d instead of 4·N·d) and starts the biases at zero.  Both: Xavier W_o, zero b and b_o.
 
 The authors' code forms a_ijk in log space, exp(log_softmax_k(s) + log(m + 1e−6)); here it is the product of
-equation 11 itself, which is the same up to that 1e−6 and gives padding keys and the diagonal exactly zero
-weight (so a sentence's states do not depend on its batch-mates' padding).
+equation 11 itself, which gives padding keys exactly zero weight (so a sentence's states do not depend on its
+batch-mates' padding).  The model passes m + 1e−6 at real keys with ``graph_floor: 1.0e-6`` (the authors'
+function to round-off), m itself by default.
 
 Every head is computed at once: scores, controller and messages are (B, N, T, T) / (B, N, T, d) batched matrix
 products, and the two projections run through oneDNN on CPU (:mod:`depinduce.models.layers.kernels`).

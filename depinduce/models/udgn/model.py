@@ -46,6 +46,7 @@ class UDGN(LinearOutputLayer, MaskedLMBackend):
     name = "udgn"
     description = "UDGN (Shen et al. 2022): masked LM over a parser-predicted soft dependency graph"
     capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=False, objective="mlm")
+    head_probs = "scores"  # the parser's head distribution p, self-mass as ROOT (score_tensors)
     default_recipes = {"cpu": "udgn-ptb-cpu", "cuda": "udgn-ptb"}
     config_class = UDGNConfig
     parser_modules = ("parser",)  # what train.parser_lr applies to
@@ -74,9 +75,16 @@ class UDGN(LinearOutputLayer, MaskedLMBackend):
         included), zero at padding."""
         return self.parser.head_distribution(tokens, mask)
 
+    def graph(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The weights (B, T, T) the DGN layers multiply the controller by: m, plus ``graph_floor`` at every real
+        key (the authors' log(m + 1e-6) with ``graph_floor: 1.0e-6``; padding keys stay exactly 0)."""
+        graph = undirected_mask(self.head_distribution(tokens, mask))
+        floor = self.config.graph_floor
+        return graph if floor == 0.0 else (graph + floor).masked_fill(~mask[:, None, :], 0.0)
+
     def _layers(self, tokens: torch.Tensor, mask: torch.Tensor,
                 controllers: list[torch.Tensor] | None = None) -> torch.Tensor:
-        graph = undirected_mask(self.head_distribution(tokens, mask))
+        graph = self.graph(tokens, mask)
         directions = pair_directions(tokens.size(1), tokens.device)
         x = apply_dropout(self.embedding(tokens), self.config.dropout, self.training)
         recompute = self._recompute_heads(x)
@@ -112,8 +120,8 @@ class UDGN(LinearOutputLayer, MaskedLMBackend):
         log_p = self.parser.logits(tokens, mask).log_softmax(dim=-1)
         scores = []
         for b, n in enumerate(mask.sum(dim=-1).tolist()):
-            block = log_p[b, :n, :n].float()
-            heads = torch.full((n + 1, n + 1), float("-inf"), dtype=torch.float32, device=tokens.device)
+            block = log_p[b, :n, :n]
+            heads = torch.full((n + 1, n + 1), float("-inf"), dtype=log_p.dtype, device=tokens.device)
             heads[1:, 0] = block.diagonal()
             heads[1:, 1:] = block
             heads[1:, 1:].fill_diagonal_(float("-inf"))

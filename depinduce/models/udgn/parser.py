@@ -154,8 +154,10 @@ class HeadSelectiveParser(nn.Module):
         h = apply_dropout(self.encoder(x, mask), self.dropout, self.training)
         projected = position_linear(h, self.project.weight, self.project.bias)
         child, parent = projected.split(self.hidden_size, dim=-1)
-        # float32 under autocast too (precision: bf16): the head distribution is the model's output
-        logits = torch.matmul(child, parent.transpose(1, 2)).float().mul_(self.hidden_size**-0.5)
+        # float32 under autocast too (precision: bf16): the head distribution is the model's output; a float64
+        # model keeps float64 (the authors' function to round-off, scripts/check_authors.py)
+        logits = torch.matmul(child, parent.transpose(1, 2))
+        logits = logits.to(torch.promote_types(logits.dtype, torch.float32)).mul_(self.hidden_size**-0.5)
         return logits.masked_fill(~mask[:, None, :], _PADDING_LOGIT)
 
     def head_distribution(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,341 @@
+"""``train --seeds … --jobs K``: K seeds at once, each a ``depinduce train --seed S --out OUT/seed-S`` process.
+
+Each seed is the very command a one-seed run is, so its run is the one ``train --seed S`` makes alone (bit for bit
+on CPU with the same ``--threads``).  Processes rather than threads or ranks: seeds share nothing, a failing seed
+cannot take the others down, and the OS divides the cores (CPU: ``--threads``, else cores/K each), the one GPU
+(shared) or the GPUs (one seed per device, round robin).
+
+Each child writes its stderr to a pseudo-terminal, so its progress bar refreshes as on a console; this process
+reads them all and shows one status line for every running seed (with their tokens/s added up), prints the
+children's other lines prefixed ``seed S:``, and forwards Ctrl-C / SIGTERM to each child once per signal received
+(the children run in sessions of their own, so a terminal's Ctrl-C reaches them only through here): the first
+stops every seed cleanly (checkpointed) and starts no new one, a second interrupts them, a third kills them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from depinduce.api.training import STOP_EXIT_CODES, SeedRun, _setting, resume_hint
+from depinduce.errors import DepinduceError, ResourceError
+from depinduce.data.run_files import read_manifest, read_metrics
+
+_FLAGS = {"model": "--model", "data": "--data", "recipe": "--recipe", "seed": "--seed", "max_time": "--max-time",
+          "max_tokens": "--max-tokens", "init_train": "--init-train", "init_dev": "--init-dev",
+          "warm_start": "--warm-start", "encoder_path": "--encoder-path"}
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_BAR = re.compile(r"(epoch \d+/\d+)\S*\s+(\d+)%")
+_SPEED = re.compile(r"tok_s=([\d,]+\d)")
+REFRESH_TTY = 0.5  # seconds between redraws of the status line on a terminal
+REFRESH_LOG = 30.0  # between status lines in a log, as the progress bar does
+
+
+def child_command(call: dict[str, Any], device: str, threads: int | None) -> list[str]:
+    """The ``depinduce train`` command line that makes the run of ``call`` (a :class:`SeedRun`'s arguments)."""
+    call = dict(call)
+    args = [sys.executable, "-m", "depinduce", "train", "--out", str(call.pop("out")), "--device", device]
+    for key, flag in _FLAGS.items():
+        value = call.pop(key, None)
+        if value is not None:
+            args += [flag, str(value)]
+    for key in ("resume", "force", "quiet"):
+        if call.pop(key, False):
+            args.append(f"--{key}")
+    call.pop("device", None)
+    call.pop("threads", None)
+    group = call.pop("seed_group", None)
+    if group is not None:
+        args += ["--seed-group", ",".join(map(str, group))]
+    if threads is not None:
+        args += ["--threads", str(threads)]
+    for item in call.pop("settings", ()):
+        args += ["--set", item]
+    for key, value in call.items():
+        for item in _setting(key, value):
+            args += ["--set", item]
+    return args
+
+
+def job_devices(choice: str, jobs: int) -> list[str]:
+    """The device of each of the ``jobs`` slots: several GPUs one seed each (round robin), else all alike."""
+    import torch
+
+    if choice == "auto":
+        choice = "cuda" if torch.cuda.is_available() else "cpu"
+    if choice == "cuda" and torch.cuda.device_count() > 1:
+        return [f"cuda:{slot % torch.cuda.device_count()}" for slot in range(jobs)]
+    return [choice] * jobs
+
+
+def job_threads(threads: int | None, devices: list[str]) -> int | None:
+    """``--threads`` as given; on CPU without it, the cores divided among the seeds running at once."""
+    if threads is not None or not devices or devices[0] != "cpu":
+        return threads
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // len(devices))
+
+
+def compact(progress: str) -> str:
+    """A progress bar's text shortened to what the status line shows: ``epoch 2/40 45% 1,234 tok/s``."""
+    bar = _BAR.search(progress)
+    if bar is None:
+        return progress.strip()[:40]
+    parts = [bar.group(1), f"{bar.group(2)}%"]
+    if speed := _SPEED.search(progress):
+        parts.append(f"{speed.group(1)} tok/s")
+    return " ".join(parts)
+
+
+def speed_of(progress: str) -> float:
+    found = _SPEED.search(progress)
+    return float(found.group(1).replace(",", "")) if found else 0.0
+
+
+@dataclass
+class _Job:
+    """One running seed: its process, the reading end of its stderr and what its bar last said."""
+
+    seed: int
+    run: Path
+    slot: int
+    process: subprocess.Popen
+    fd: int
+    pending: str = ""
+    progress: str = ""
+    open: bool = True
+    started: float = field(default_factory=time.monotonic)
+
+
+def _spawn(item: SeedRun, slot: int, device: str, threads: int | None) -> _Job:
+    """Start one seed's process with its stderr on a pseudo-terminal (a pipe where there are none)."""
+    assert item.call is not None
+    command = child_command(item.call, device, threads)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if hasattr(os, "openpty"):
+        import fcntl
+        import struct
+        import termios
+        import tty
+
+        reader, writer = os.openpty()
+        tty.setraw(writer)  # no \n → \r\n translation; the bar's \r stays a \r
+        fcntl.ioctl(writer, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))  # the bar's width
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=writer, env=env, start_new_session=True)
+        os.close(writer)
+    else:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                                   start_new_session=True)
+        assert process.stderr is not None
+        reader = process.stderr.fileno()
+    return _Job(item.seed, item.run, slot, process, reader)
+
+
+class _Display:
+    """The children's lines, prefixed by seed, and one status line of every running seed."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self.shown = ""
+        self.last = 0.0
+
+    def line(self, text: str) -> None:
+        self._clear()
+        click.echo(text, err=True)
+        self._draw(self.shown)
+
+    def status(self, jobs: list[_Job], *, force: bool = False) -> None:
+        if self.quiet:
+            return
+        now = time.monotonic()
+        if not force and now - self.last < (REFRESH_TTY if self.tty else REFRESH_LOG):
+            return
+        self.last = now
+        parts = [f"seed {job.seed}: {compact(job.progress) or 'starting'}" for job in jobs]
+        total = sum(speed_of(job.progress) for job in jobs)
+        # the sum first: a narrow terminal cuts the line's end
+        text = " | ".join(([f"together {total:,.0f} tok/s"] if len(jobs) > 1 and total else []) + parts)
+        if self.tty:
+            self._clear()
+            self._draw(text)
+        elif parts:
+            click.echo(text, err=True)
+
+    def close(self) -> None:
+        self._clear()
+        self.shown = ""
+
+    def _draw(self, text: str) -> None:
+        self.shown = text
+        if self.tty and text and not self.quiet:
+            sys.stderr.write(text[: max(20, shutil.get_terminal_size().columns - 1)])
+            sys.stderr.flush()
+
+    def _clear(self) -> None:
+        if self.tty and self.shown and not self.quiet:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def _read(job: _Job, display: _Display) -> None:
+    """Take what the child wrote: whole lines are printed, a bar's ``\\r``-ended refresh becomes its status."""
+    try:
+        chunk = os.read(job.fd, 65536)
+    except OSError:  # EIO: the pseudo-terminal's other end is closed, the child has exited
+        chunk = b""
+    if not chunk:
+        job.open = False
+        chunk = b"\n" if job.pending else b""
+    job.pending += _ANSI.sub("", chunk.decode("utf-8", "replace"))
+    pieces = re.split(r"(\r\n|\r|\n)", job.pending)
+    job.pending = pieces.pop()
+    for text, end in zip(pieces[::2], pieces[1::2]):
+        if not text.strip():
+            continue
+        if end == "\r":
+            job.progress = text
+        else:
+            display.line(f"seed {job.seed}: {text.rstrip()}")
+
+
+def _close(job: _Job) -> None:
+    if job.process.stderr is not None:
+        job.process.stderr.close()
+    else:
+        os.close(job.fd)
+
+
+@contextmanager
+def _forwarded_signals(jobs: dict[int, _Job], state: dict[str, int]) -> Iterator[None]:
+    """Ctrl-C and SIGTERM here are sent on to every running seed, once per signal received."""
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        state["signals"] += 1
+        if state["signals"] > 2:  # a third: the seeds are killed (see run_seed_jobs) and this process ends
+            raise KeyboardInterrupt
+        for job in jobs.values():
+            if job.process.poll() is None:
+                job.process.send_signal(signum)
+
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, handler)
+    except ValueError:  # not the main thread: the default behaviour stays
+        pass
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _ending(run: Path) -> str | None:
+    """How the seed's run ended, from its manifest (None: no outcome recorded, or no readable manifest)."""
+    try:
+        runs = read_manifest(run / "manifest.json")["runs"]
+    except DepinduceError:
+        return None
+    return (runs[-1].get("outcome") or {}).get("reason") if runs else None
+
+
+def _together(runs: list[Path]) -> float:
+    """Training tokens per second of the runs added up: each run's tokens read over its seconds in training
+    steps, from its last evaluation (what the seeds ran at side by side)."""
+    total = 0.0
+    for run in runs:
+        try:
+            records = read_metrics(run / "metrics.jsonl")
+        except DepinduceError:
+            continue
+        record = records[-1] if records else {}
+        if record.get("tokens_seen") and record.get("train_s"):
+            total += record["tokens_seen"] / record["train_s"]
+    return total
+
+
+def run_seed_jobs(plan: list[SeedRun], jobs: int, *, parent: Path, device: str, threads: int | None,
+                  quiet: bool) -> list[Path]:
+    """Train the seeds of ``plan`` ``jobs`` at a time; returns every seed's run directory, in ``plan``'s order."""
+    seeds = [item.seed for item in plan]
+    display = _Display(quiet)
+    for item in plan:
+        if item.call is None and not quiet:
+            display.line(f"seed {item.seed}: {item.run} already finished; skipped")
+    waiting = deque(item for item in plan if item.call is not None)
+    width = min(jobs, len(waiting)) or 1
+    devices = job_devices(device, width)
+    per_job_threads = job_threads(threads, devices)
+    if not quiet:
+        where = ", ".join(sorted(set(devices))) + (f", {per_job_threads} thread(s) each" if per_job_threads else "")
+        display.line(f"seeds {', '.join(map(str, seeds))}: {width} at a time on {where}, in {parent}/seed-S")
+    running: dict[int, _Job] = {}
+    free = list(range(width))
+    failed: list[tuple[int, int]] = []
+    started: list[int] = []
+    state = {"signals": 0}
+    selector = selectors.DefaultSelector()
+    with _forwarded_signals(running, state):
+        try:
+            while waiting or running:
+                while waiting and free and not state["signals"] and not failed:
+                    item, slot = waiting.popleft(), free.pop(0)
+                    job = _spawn(item, slot, devices[slot], per_job_threads)
+                    running[job.fd] = job
+                    started.append(item.seed)
+                    selector.register(job.fd, selectors.EVENT_READ)
+                if not running:
+                    break
+                for key, _ in selector.select(timeout=REFRESH_TTY):
+                    job = running[key.fd]
+                    _read(job, display)
+                    if not job.open:
+                        selector.unregister(job.fd)
+                for fd, job in list(running.items()):
+                    if job.open or job.process.poll() is None:
+                        continue
+                    del running[fd]
+                    _close(job)
+                    free.append(job.slot)
+                    if job.process.returncode in STOP_EXIT_CODES.values():
+                        state["signals"] += not state["signals"]  # stopped on request alone: start no more
+                    elif job.process.returncode != 0 and not state["signals"]:
+                        failed.append((job.seed, job.process.returncode))
+                display.status(list(running.values()))
+        finally:
+            for job in running.values():  # an error here: the children do not outlive this process
+                job.process.kill()
+            selector.close()
+            display.close()
+    runs = [item.run for item in plan]
+    if failed:
+        unstarted = [item.seed for item in waiting]
+        raise ResourceError(
+            f"seed{'s' if len(failed) > 1 else ''} {', '.join(f'{s} (exit code {c})' for s, c in failed)} failed "
+            f"(its lines above, 'seed S: …', say why)"
+            + (f"; seeds {', '.join(map(str, unstarted))} not started" if unstarted else ""))
+    if state["signals"]:
+        stopped = [seed for seed, run in zip(seeds, runs) if seed in started and _ending(run) != "completed"
+                   and _ending(run) != "early_stop"]
+        unstarted = [item.seed for item in waiting]
+        if not quiet and (stopped or unstarted):
+            display.line(resume_hint(parent, seeds, stopped, unstarted))
+    elif not quiet and 1 < len(started) <= width:  # they all ran side by side
+        display.line(f"seeds {', '.join(map(str, started))}: together {_together(runs):,.0f} training tokens/s "
+                     "(each run's tokens read / its seconds in training steps, added up)")
+    return runs
