@@ -299,6 +299,8 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest,
                     f"the model; model '{backend.name}' scores every pair of words, so memory grows with the "
                     f"square of the length, and the limit is {request.max_words:,} words (--max-words N raises it)")
     scores: dict[int, ParseScores] = {}
+    own = backend.own_decoders.get(request.decoder)
+    reads_heads = own is None or own.reads_heads  # else ``heads`` stay unread: a lazy backend never computes them
     if nonempty:
         if whole:
             results = backend.parse_sentences([sentences[k] for k in nonempty],
@@ -309,18 +311,17 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest,
             results = backend.parse_scores([visible[k] for k in nonempty])
         scores = dict(zip(nonempty, results))
         for k in nonempty:
-            _check_finite(scores[k], sentences[k], k, backend, request)
+            _check_finite(scores[k], sentences[k], k, backend, request, heads=reads_heads)
     want_heads = request.fmt != "brackets" or not backend.capabilities.constituency
     want_tree = request.fmt in ("brackets", "jsonl") or (request.fmt in PICTURE_FORMATS
                                                          and backend.capabilities.constituency)
     if want_heads and backend.capabilities.dependency:
         fixed = {k: list(scores[k].fixed_heads) for k in nonempty if scores[k].fixed_heads is not None}
-        with_heads = [k for k in nonempty if scores[k].heads is not None and k not in fixed]
+        with_heads = [k for k in nonempty if k not in fixed and (not reads_heads or scores[k].heads is not None)]
         # argmax with word heights (StructFormer): the highest word is the root, as in the paper
         roots = [
             int(scores[k].heights.argmax()) + 1 if scores[k].heights is not None else None for k in with_heads
         ]
-        own = backend.own_decoders.get(request.decoder)
         if own is not None:
             decoded = [own.decode(scores[k]) for k in with_heads]
         else:
@@ -348,10 +349,12 @@ def _apply(sentences: list[Sentence], backend: Backend, request: ParseRequest,
                 sentence.tree = _full_tree(sentence, hidden[k], visible[k], scores[k])
 
 
-def _check_finite(scores: ParseScores, sentence: Sentence, k: int, backend: Backend, request: ParseRequest) -> None:
+def _check_finite(scores: ParseScores, sentence: Sentence, k: int, backend: Backend, request: ParseRequest, *,
+                  heads: bool = True) -> None:
     """A sentence's scores must be numbers: NaN (or +infinity) reaching a decoder would be a traceback, or worse a
-    tree of whatever shape the decoder falls back to (right-branching brackets, left-branching heads)."""
-    for name in ("heads", "distances", "heights"):
+    tree of whatever shape the decoder falls back to (right-branching brackets, left-branching heads).
+    ``heads``: False when the decoder does not read them (they are then neither checked nor computed)."""
+    for name in ("heads", "distances", "heights")[0 if heads else 1:]:
         tensor = getattr(scores, name)
         if tensor is None:
             continue

@@ -97,7 +97,7 @@ def test_errors_speak_python_from_python_and_the_cli_from_the_cli() -> None:
     with pytest.raises(UsageError, match=r"^probs=True writes to fmt='conllu' or fmt='jsonl', not brackets$"):
         list(Parser.load("right-branching").parse(["a b"], probs=True, fmt="brackets"))
     assert python_message("--set lr=fast: not a number") == "settings=['lr=fast']: not a number"
-    assert python_message("choose one with --decoder") == "choose one with decoder="
+    assert python_message("choose one with --decoder") == "choose one with decoder=NAME"
     cli = subprocess.run([sys.executable, "-m", "depinduce", "parse", "--model", "right-branching", "--probs",
                           "--format", "brackets"], input="a b\n", capture_output=True, text=True)
     assert cli.returncode == 2
@@ -109,7 +109,8 @@ def test_every_command_has_a_python_face() -> None:
     names = {row["name"]: row for row in listing["backends"]}
     assert names["udgn"]["head_probs"] == "scores" and names["cpcfg"]["head_probs"] == "none"
     assert names["right-branching"]["head_probs"] == "decoded"
-    for face in ("preprocess", "perplexity", "list_runs", "convert", "evaluate", "train", "load"):
+    for face in ("preprocess", "perplexity", "list_runs", "convert", "evaluate", "train", "load", "analyze_heads",
+                 "analyze_channels", "report_runs"):
         assert callable(getattr(depinduce, face))
     with pytest.raises(UsageError, match="kind: expected one of ptb, ud, text"):
         depinduce.preprocess("wiki")

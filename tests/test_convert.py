@@ -13,24 +13,15 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 import depinduce
 from depinduce.cli.main import cli
 from depinduce.io import read_sentences
+from cli_support import ok, run
 from malteval_reader import MaltEvalError, read_malteval
 
 MALTEVAL_JAR = Path(os.environ.get("MALTEVAL_JAR", "/tmp/malteval/lib/MaltEval.jar"))
-
-
-def run(args: list[str], stdin: str | None = None) -> Result:
-    return CliRunner().invoke(cli, args, input=stdin, catch_exceptions=False)
-
-
-def ok(args: list[str], stdin: str | None = None) -> str:
-    result = run(args, stdin)
-    assert result.exit_code == 0, result.stderr
-    return result.stdout
 
 
 def scores(gold: Path, pred: Path, *extra: str) -> dict:

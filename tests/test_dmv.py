@@ -234,8 +234,9 @@ def test_interrupted_and_resumed_run_ends_as_an_uninterrupted_one(ptb: Path, tmp
     train(ptb, parts, *settings, "--max-time", "0.0001")  # stops after its first EM iteration
     first = json.loads((parts / "manifest.json").read_text())["runs"][-1]["outcome"]
     assert first["reason"] == "max_time" and first["step"] == 1
+    # a resumed run keeps the --max-time it recorded, per invocation: give it one that lets it finish
     result = CliRunner().invoke(cli, ["train", "--resume", "--data", str(ptb), "--out", str(parts),
-                                      "--threads", "1", "--quiet"])
+                                      "--threads", "1", "--quiet", "--max-time", "60"])
     assert result.exit_code == 0, result.output
     assert (whole / "model.pt").read_bytes() != b""
     a, b = (torch.load(p / "model.pt", weights_only=True) for p in (whole, parts))

@@ -327,3 +327,21 @@ def test_bad_mrg_is_one_located_error_and_nothing_is_written(
     assert "\n" not in str(result.exception)
     assert not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["wsj"]
+
+
+def test_an_endless_treebank_file_is_one_line_not_all_of_memory(ldc_tree: Path, tmp_path: Path) -> None:
+    endless = ldc_tree / "23" / "wsj_2300.mrg"
+    with endless.open("r+b") as stream:  # sparse: 65 MiB that take no disk
+        stream.truncate(65 * 2**20)
+    out = tmp_path / "out"
+    result = run("--ptb-dir", str(ldc_tree), "--out", str(out))
+    assert isinstance(result.exception, InputError), result.output
+    assert str(result.exception) == f"{endless}: more than 64 MiB, too large for a treebank file"
+    assert not out.exists()
+
+    endless.unlink()
+    endless.symlink_to("/dev/zero")
+    result = run("--ptb-dir", str(ldc_tree), "--out", str(out))
+    assert isinstance(result.exception, InputError), result.output
+    assert str(result.exception).startswith(f"{endless}: ") and "\n" not in str(result.exception)
+    assert not out.exists()

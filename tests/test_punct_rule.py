@@ -7,21 +7,9 @@ import json
 import re
 from pathlib import Path
 
-from click.testing import CliRunner, Result
-
-from depinduce.cli.main import cli
 from depinduce.data.punct import is_punct_form
 from depinduce.io import read_sentences
-
-
-def run(args: list[str], stdin: str | None = None) -> Result:
-    return CliRunner().invoke(cli, args, input=stdin, catch_exceptions=False)
-
-
-def ok(args: list[str], stdin: str | None = None) -> str:
-    result = run(args, stdin)
-    assert result.exit_code == 0, result.stderr
-    return result.stdout
+from cli_support import ok, run
 
 
 def write(path: Path, text: str) -> Path:

@@ -27,7 +27,7 @@ from depinduce.data.punct import sentence_punct_mask
 from depinduce.structures.sentence import Sentence
 from depinduce.display import csv_cell
 from depinduce.errors import ResourceError, UsageError
-from depinduce.io.outputs import written_file
+from depinduce.io.outputs import atomic_file, check_new_file, written_file
 from depinduce.metrics.dependency import universal_label
 from depinduce.structures.dependency import reattach
 
@@ -173,7 +173,7 @@ def save_heatmap(result: HeadLabelCorrelation, path: Path, *, force: bool = Fals
     figure.colorbar(image, ax=axes, fraction=0.04)
     figure.tight_layout()
     try:
-        with written_file(path, force) as stream:
+        with atomic_file(check_new_file(path, force), "wb") as stream:  # a picture: bytes, not text
             figure.savefig(stream, format=path.suffix.lower()[1:])
     finally:
         plt.close(figure)

@@ -18,7 +18,6 @@ import os
 import re
 import selectors
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ import click
 
 from depinduce.api.training import STOP_EXIT_CODES, SeedRun, _setting, resume_hint
 from depinduce.errors import DepinduceError, ResourceError
+from depinduce.training.signals import stop_signals_handled
 from depinduce.data.run_files import read_manifest, read_metrics
 
 _FLAGS = {"model": "--model", "data": "--data", "recipe": "--recipe", "seed": "--seed", "max_time": "--max-time",
@@ -223,7 +223,6 @@ def _close(job: _Job) -> None:
 @contextmanager
 def _forwarded_signals(jobs: dict[int, _Job], state: dict[str, int]) -> Iterator[None]:
     """Ctrl-C and SIGTERM here are sent on to every running seed, once per signal received."""
-    previous: dict[int, Any] = {}
 
     def handler(signum: int, frame: Any) -> None:
         state["signals"] += 1
@@ -233,16 +232,8 @@ def _forwarded_signals(jobs: dict[int, _Job], state: dict[str, int]) -> Iterator
             if job.process.poll() is None:
                 job.process.send_signal(signum)
 
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, handler)
-    except ValueError:  # not the main thread: the default behaviour stays
-        pass
-    try:
+    with stop_signals_handled(handler):
         yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def _ending(run: Path) -> str | None:

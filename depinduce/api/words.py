@@ -29,7 +29,7 @@ _PHRASES: tuple[tuple[str, str | Callable[[re.Match[str]], str]], ...] = (
     (r"--seeds \((\d+(?:,\d+)+) or a count\)", lambda m: f"seeds={_listed(m[1])} or seeds=N"),
     (r"--set ([^\s:()]+=[^\s:()]*)", r"settings=['\1']"),
     (r"--set ([\w.]+):", r"settings key '\1':"),
-    (r"--device (\S+?): not a device", r"device='\1': not a device"),
+    (r"--device (\S+?):", r"device='\1':"),
     (r"choose one with --decoder", "choose one with decoder=NAME"),
     (r"--full-ud\b", "fmt='conllu-ud'"),
     (r"--(?:input-)?format ([a-z][\w-]*)", lambda m: f"{_parameter(m[0].split()[0][2:])}='{m[1]}'"),

@@ -256,6 +256,9 @@ def read_mrg(
     return sentences
 
 
+MRG_MAX_BYTES = 64 * 2**20
+
+
 @dataclass
 class MrgFile:
     """One .mrg file of a split: how to name it and where its bytes come from."""
@@ -265,8 +268,16 @@ class MrgFile:
     fileid: str
 
     def read_bytes(self) -> bytes:
-        with self.reader.abspath(self.fileid).open() as stream:
-            return stream.read()
+        """The file's bytes, at most :data:`MRG_MAX_BYTES` (a WSJ file holds tens of kB): a device or an endless
+        file put in a treebank folder is one line, not all of memory."""
+        try:
+            with self.reader.abspath(self.fileid).open() as stream:
+                data = stream.read(MRG_MAX_BYTES + 1)
+        except ValueError as exc:  # nltk refuses a link that leads out of the treebank folder
+            raise InputError(self.name, None, f"cannot read it ({exc})") from None
+        if len(data) > MRG_MAX_BYTES:
+            raise InputError(self.name, None, f"more than {MRG_MAX_BYTES // 2**20} MiB, too large for a treebank file")
+        return data
 
 
 @dataclass

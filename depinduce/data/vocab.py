@@ -26,7 +26,7 @@ SPECIALS: tuple[str, ...] = (PAD, UNK, MASK)
 FORMAT = "depinduce-vocab"
 VERSION = 1
 # vocab.json as read back: a field of the wrong type is one line naming it
-SCHEMA = {"words": [str], "counts": Opt([int]), "normalization": Opt(MapOf(bool)), "min_freq": Opt(int),
+SCHEMA = {"counts": Opt([int]), "normalization": Opt(MapOf(bool)), "min_freq": Opt(int),
           "max_vocab": Opt(int)}
 
 
@@ -128,8 +128,11 @@ class Vocab:
     @classmethod
     def load(cls, path: str | PathLike[str]) -> "Vocab":
         """Read ``vocab.json``; a malformed file is a one-line error naming it."""
-        data = validate(read_format_json(path, "vocabulary", FORMAT), SCHEMA, path)
-        words = data["words"]
+        data = read_format_json(path, "vocabulary", FORMAT)
+        words = data.get("words")
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+            raise InputError(path, None, "\"words\" must be a list of strings")
+        validate(data, SCHEMA, path)
         try:
             return cls(
                 words,

@@ -7,7 +7,7 @@ outside the backends, so every backend gets every decoder and format for free.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -82,17 +82,23 @@ class OwnDecoder:
 
     description: str
     decode: Callable[[ParseScores], list[int]]  # one sentence's scores -> n heads (1-based, 0 = ROOT)
+    # False: it decodes from other fields, so the pipeline neither reads nor checks ``heads`` for it (a backend
+    # that computes them on first read, the DMV, then never computes them)
+    reads_heads: bool = True
 
 
 def described_decoders(descriptions: Mapping[str, str],
-                       decoders: Mapping[str, Callable[[ParseScores], list[int]]]) -> dict[str, OwnDecoder]:
+                       decoders: Mapping[str, Callable[[ParseScores], list[int]]], *,
+                       without_heads: Collection[str] = ()) -> dict[str, OwnDecoder]:
     """A backend's :attr:`Backend.own_decoders` from its light metadata (name -> description, the
     ``depinduce.decoders`` entry point that ``--help`` reads without importing the backend) and its decode
-    functions; both must name the same decoders, so help lists exactly what the backend takes."""
+    functions; both must name the same decoders, so help lists exactly what the backend takes.
+    ``without_heads``: the decoders that do not read ``ParseScores.heads`` (:attr:`OwnDecoder.reads_heads`)."""
     if set(descriptions) != set(decoders):
         raise ValueError(f"own decoders described ({', '.join(sorted(descriptions))}) and implemented "
                          f"({', '.join(sorted(decoders))}) differ")
-    return {name: OwnDecoder(description, decoders[name]) for name, description in descriptions.items()}
+    return {name: OwnDecoder(description, decoders[name], reads_heads=name not in without_heads)
+            for name, description in descriptions.items()}
 
 
 class Backend(ABC):

@@ -34,6 +34,7 @@ from typing import Any, Iterator
 import click
 import torch
 
+from depinduce.data.files import VOCAB_MAX_BYTES, read_text_file
 from depinduce.data.tags import TagVocab
 from depinduce.data.ud import training_view_note
 from depinduce.data.vocab import Vocab
@@ -51,6 +52,7 @@ from depinduce.training.checkpoint import (
 from depinduce.training.config import LOWER_IS_BETTER, ResolvedConfig, load_recipe, load_run_config, resolve_config
 from depinduce.training.evaluation import DevTreebank, baseline_metrics, check_selectable, parsing_metrics
 from depinduce.training.outcome import BASELINE
+from depinduce.training.signals import stop_signals_handled
 from depinduce.io.initial_graphs import read_initial_parse
 from depinduce.training.corpus_loss import sentence_loss, stream_loss, text_inputs
 from depinduce.training.gold_data import GoldData, GoldRow, collate_gold, load_gold_data, read_initial_graphs
@@ -184,23 +186,13 @@ class _StopSignal:
 
     @contextmanager
     def installed(self) -> Iterator[None]:
-        previous: dict[int, Any] = {}
-
         def handler(signum: int, frame: Any) -> None:
             if self.received is not None and signum == signal.SIGINT:
                 raise KeyboardInterrupt
             self.received = signal.Signals(signum).name
 
-        try:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                previous[sig] = signal.signal(sig, handler)
-        except ValueError:  # not the main thread: no handlers, the default behaviour stays
-            pass
-        try:
+        with stop_signals_handled(handler):
             yield
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
 
 
 def train(options: TrainOptions, log: Log = _stderr) -> TrainResult:
@@ -525,7 +517,7 @@ class Trainer:
         if self.tags is not None:
             pairs.append((source_dir.tags, self.tags.to_json()))
         for path, ours in pairs:
-            if not path.is_file() or path.read_text(encoding="utf-8") != ours:
+            if not path.is_file() or read_text_file(path, "vocabulary", VOCAB_MAX_BYTES) != ours:
                 raise ModelError(f"{path}: differs from this run's {path.name}; warm starts need the run's "
                                  "data folder")
         try:

@@ -3,7 +3,9 @@
 The dev sentences are parsed by :func:`depinduce.parsing.parse` (punctuation hidden from the model, the
 configured decoder, punctuation re-attached) and scored by :func:`depinduce.metrics.evaluate` against the gold
 ``dev.conllu`` (DDA, UDA, root accuracy) and, for the PTB, against ``dev.trees`` (sentence- and corpus-level
-UF1).  Model selection on these numbers therefore agrees with what a user measures on the saved model.
+UF1).  Model selection on these numbers therefore agrees with what a user measures on the saved model.  Where a
+bracket parse would give exactly the subtrees of the decoded heads, UF1 is read off the one dependency parse
+(:func:`trees_from_heads`) instead of parsing dev.trees again.
 LAS is reported for backends that predict labels (supervised ones) only: for the others the parse pipeline
 writes ``root``/``dep`` labels, so it would measure nothing.
 """
@@ -17,7 +19,10 @@ from typing import Any
 
 from tqdm import tqdm
 
+from depinduce.data.punct import sentence_punct_mask
+from depinduce.structures.dependency import reattach, subtree_spans
 from depinduce.structures.sentence import Sentence
+from depinduce.structures.spans import spans_to_tree
 from depinduce.errors import RecipeError
 from depinduce.io import read_sentences
 from depinduce.metrics import evaluate
@@ -90,26 +95,71 @@ def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str,
     wanted = dev.available(backend)
     if not wanted:
         return out
+    trees: dict[int, Sentence] | None = None  # dev.trees index -> predicted tree, when read off the heads
     if dev.dependencies and "dev_uda" in wanted:
         order = _length_order(dev.dependencies)
         gold = [dev.dependencies[k] for k in order]
         pred = [Sentence(words=list(s.words), xpos=s.xpos, upos=s.upos, metadata=dict(s.metadata),
                          sent_id=s.sent_id) for s in gold]
+        hidden = [sentence_punct_mask(s) for s in pred]  # before the parse marks punctuation in UPOS
         _parsed(pred, backend, ParseRequest(fmt="conllu", decoder=decoder, batch_size=PARSE_BATCH),
                 what="dependencies", progress=progress, init=None if init is None else [init[k] for k in order])
+        if dev.trees and "dev_uf1" in wanted and init is None:
+            trees = trees_from_heads(backend, dict(zip(order, zip(pred, hidden))), dev.trees)
         metrics = evaluate(gold, pred, gold_path="dev.conllu", pred_path="model").metrics()
         out.update(dev_dda=metrics["dda"], dev_uda=metrics["uda"], dev_root_accuracy=metrics["root_accuracy"],
                    dev_well_formed=metrics["well_formed"])
         if "dev_las" in wanted:
             out["dev_las"] = metrics["las"]
     if dev.trees and "dev_uf1" in wanted:
-        gold = [dev.trees[k] for k in _length_order(dev.trees)]
-        pred = [Sentence(words=list(s.words), xpos=s.xpos, metadata={"punct_rule": "ptb"}) for s in gold]
-        _parsed(pred, backend, ParseRequest(fmt="brackets", decoder=decoder, batch_size=PARSE_BATCH),
-                what="trees", progress=progress)
+        tree_order = _length_order(dev.trees)
+        gold = [dev.trees[k] for k in tree_order]
+        if trees is not None:
+            pred = [trees[k] for k in tree_order]
+        else:
+            pred = [_tree_input(s) for s in gold]
+            _parsed(pred, backend, ParseRequest(fmt="brackets", decoder=decoder, batch_size=PARSE_BATCH),
+                    what="trees", progress=progress)
         metrics = evaluate(gold, pred, gold_path="dev.trees", pred_path="model").metrics()
         out.update(dev_uf1=metrics["uf1_sentence"], dev_uf1_corpus=metrics["uf1_corpus"])
     return out
+
+
+def _tree_input(gold: Sentence) -> Sentence:
+    """What the bracket parse of a dev.trees sentence is given: its words and Penn tags."""
+    return Sentence(words=list(gold.words), xpos=gold.xpos, metadata={"punct_rule": "ptb"})
+
+
+def trees_from_heads(backend: Backend, parsed: dict[int, tuple[Sentence, list[bool]]],
+                     gold_trees: list[Sentence]) -> dict[int, Sentence] | None:
+    """The trees a bracket parse of ``gold_trees`` would give, read off the dependency parse of the same sentences
+    (``parsed``: dev.conllu index -> parsed sentence and its hidden-punctuation mask), so the dev set is scored
+    once; None where the two parses could differ.
+
+    They agree when the backend builds its bracket trees from the decoded heads (dependency-only: the pipeline's
+    tree is then the subtree spans of the heads over the visible words) and each bracket sentence gives it what
+    the CoNLL-U sentence shows it — the same visible words (dev.trees has no punctuation), and the same Penn tags
+    for a backend that reads tags.  A backend that reads whole sentences (their UPOS, which dev.trees lacks)
+    keeps two parses."""
+    caps = backend.capabilities
+    if caps.constituency or not caps.dependency or caps.whole_sentences or len(parsed) != len(gold_trees):
+        return None
+    out: dict[int, Sentence] = {}
+    for k, (sentence, hidden) in parsed.items():
+        tree_input = _tree_input(gold_trees[k])
+        keep = [not h for h in hidden]
+        if any(sentence_punct_mask(tree_input)) or _kept(sentence.words, keep) != tree_input.words:
+            return None
+        if caps.reads_tags and _kept(sentence.xpos, keep) != tree_input.xpos:
+            return None
+        assert sentence.heads is not None
+        tree_input.tree = spans_to_tree(tree_input.words, subtree_spans(reattach(sentence.heads, keep)))
+        out[k] = tree_input
+    return out
+
+
+def _kept(values: list[str] | None, keep: list[bool]) -> list[str] | None:
+    return None if values is None else [v for v, k in zip(values, keep) if k]
 
 
 def baseline_metrics(dev: DevTreebank) -> dict[str, float | None]:

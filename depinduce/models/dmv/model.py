@@ -10,7 +10,8 @@ trees of one fixed sentence do *not* sum to 1 (the sentence's own probability, Z
 Expected counts come from autograd: log Z is linear in each tree's event counts, so d log Z / d log θ is the
 posterior expected count of every event (inside-outside) — :meth:`DMV.expected_counts`.  Parsing gives, per
 sentence, ``heads`` = log posterior arc marginals (so every shared decoder — mst, eisner, argmax — decodes
-minimum-risk-style trees) and the model's Viterbi tree for the own decoder ``dmv-viterbi`` (the paper's parses).
+minimum-risk-style trees) and the model's Viterbi tree for the own decoder ``dmv-viterbi`` (the paper's parses);
+each costs a chart pass and its backward, so each is computed only when read (:class:`BatchCharts`).
 
 Token view at parse time: ``upos``/``xpos`` need CoNLL-U input with that column (text input is a one-line
 error); ``words`` reads any input.  Punctuation is hidden by the shared parse pipeline, exactly as in training.
@@ -19,6 +20,7 @@ error); ``words`` reads any input.  Punctuation is hidden by the shared parse pi
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -29,7 +31,7 @@ from depinduce.data.vocab import Vocab
 from depinduce.errors import UsageError
 from depinduce.io.initial_graphs import InitialGraph
 from depinduce.models.base import Capabilities, OwnDecoder, ParseScores, described_decoders
-from depinduce.models.dmv.chart import SentenceScores, inside
+from depinduce.models.dmv.chart import Semiring, SentenceScores, inside
 from depinduce.models.dmv.config import DMVConfig
 from depinduce.models.dmv.decoder_info import DECODERS
 from depinduce.models.neural import NeuralBackend, pad_batch
@@ -40,15 +42,59 @@ STOP, CONTINUE = 0, 1
 TABLES = ("root", "attach", "stop")
 
 
-@dataclasses.dataclass
-class DMVParseScores(ParseScores):
-    """ParseScores plus the DMV's Viterbi tree (n heads, 0 = ROOT), read by the ``dmv-viterbi`` decoder."""
+class BatchCharts:
+    """One parse batch's two chart gradients, each computed on first request and once: the arc marginals (log
+    semiring, read by mst/eisner/argmax and ``--probs``) and the Viterbi tree (max semiring, read by
+    ``dmv-viterbi``).  Each costs an inside pass and its backward, so a decoder pays only for what it reads."""
 
-    viterbi_heads: list[int] | None = None
+    def __init__(self, model: "DMV", classes: torch.Tensor, lengths: torch.Tensor) -> None:
+        # the tables as they are now: a later M-step does not change this batch's parse
+        self._model, self._tables = model, {name: t.detach().clone() for name, t in model.tables().items()}
+        self._classes, self._lengths = classes, lengths
+        self._by_semiring: dict[str, torch.Tensor] = {}
+
+    def gradients(self, semiring: Semiring) -> torch.Tensor:
+        if semiring not in self._by_semiring:
+            self._by_semiring[semiring] = self._model.chart_gradients(self._classes, self._lengths, semiring,
+                                                                      self._tables)
+        return self._by_semiring[semiring]
+
+    def marginal_scores(self, b: int, n: int) -> torch.Tensor:
+        """Sentence ``b``'s (n+1)×(n+1) log arc marginals, row 0 unused (-inf)."""
+        heads = torch.full((n + 1, n + 1), float("-inf"))
+        heads[1:] = self.gradients("log")[b, :n, : n + 1].clamp_min(0).log().cpu()
+        return heads
+
+    def viterbi_heads(self, b: int, n: int) -> list[int]:
+        """Sentence ``b``'s Viterbi tree: n heads, 0 = ROOT."""
+        return self.gradients("max")[b, :n, : n + 1].argmax(-1).tolist()
+
+
+class DMVParseScores(ParseScores):
+    """ParseScores whose ``heads`` (arc log-marginals) and ``viterbi_heads`` (the DMV's Viterbi tree, n heads,
+    0 = ROOT, read by ``dmv-viterbi``) are computed from the batch's charts when first read."""
+
+    def __init__(self, charts: BatchCharts, b: int, n: int) -> None:
+        super().__init__()  # heads=None through the setter: not computed yet
+        self._charts, self._b, self._n = charts, b, n
+
+    @property  # type: ignore[override]
+    def heads(self) -> torch.Tensor | None:
+        if self._heads is None:
+            self._heads = self._charts.marginal_scores(self._b, self._n)
+        return self._heads
+
+    @heads.setter
+    def heads(self, value: torch.Tensor | None) -> None:
+        self._heads = value
+
+    @functools.cached_property
+    def viterbi_heads(self) -> list[int]:
+        return self._charts.viterbi_heads(self._b, self._n)
 
 
 def _viterbi(scores: ParseScores) -> list[int]:
-    if not isinstance(scores, DMVParseScores) or scores.viterbi_heads is None:
+    if not isinstance(scores, DMVParseScores):
         raise UsageError("the dmv-viterbi decoder reads the DMV's own parse; it applies to model 'dmv' only")
     return list(scores.viterbi_heads)
 
@@ -87,7 +133,8 @@ class DMV(NeuralBackend):
     default_recipes = {"cpu": "dmv-ptb-cpu", "cuda": "dmv-ptb-cpu"}
     default_decoder = "dmv-viterbi"
     config_class = DMVConfig
-    own_decoders: ClassVar[dict[str, OwnDecoder]] = described_decoders(DECODERS, {"dmv-viterbi": _viterbi})
+    own_decoders: ClassVar[dict[str, OwnDecoder]] = described_decoders(DECODERS, {"dmv-viterbi": _viterbi},
+                                                                        without_heads={"dmv-viterbi"})
 
     def __init__(self, config: DMVConfig, vocab: Vocab) -> None:
         super().__init__(config, vocab)
@@ -207,23 +254,19 @@ class DMV(NeuralBackend):
     # ------------------------------------------------------------------------------------------ parsing
 
     def score_tensors(self, tokens: torch.Tensor, mask: torch.Tensor) -> list[ParseScores]:
-        """``tokens`` are class indices (B, T): arc log-marginals and the Viterbi tree of each sentence."""
+        """``tokens`` are class indices (B, T): arc log-marginals and the Viterbi tree of each sentence, each
+        computed for the whole batch when a sentence's first is read (:class:`BatchCharts`)."""
         lengths = mask.sum(-1)
-        marginals = self._gradients(tokens, lengths, "log")
-        best = self._gradients(tokens, lengths, "max")
-        out: list[ParseScores] = []
-        for b, n in enumerate(lengths.tolist()):
-            heads = torch.full((n + 1, n + 1), float("-inf"))
-            heads[1:] = marginals[b, :n, : n + 1].clamp_min(0).log().cpu()
-            viterbi = best[b, :n, : n + 1].argmax(-1).tolist()
-            out.append(DMVParseScores(heads=heads, viterbi_heads=viterbi))
-        return out
+        charts = BatchCharts(self, tokens, lengths)
+        return [DMVParseScores(charts, b, n) for b, n in enumerate(lengths.tolist())]
 
-    def _gradients(self, classes: torch.Tensor, lengths: torch.Tensor, semiring: str) -> torch.Tensor:
+    def chart_gradients(self, classes: torch.Tensor, lengths: torch.Tensor, semiring: Semiring,
+                        tables: dict[str, torch.Tensor]) -> torch.Tensor:
         """(B, N, N+1) [dependent, head] arc marginals (log semiring) or best-tree indicators (max semiring):
         the gradient of the inside total with respect to each arc's score; column 0 = ROOT."""
         with torch.inference_mode(False), torch.enable_grad():
-            scores = self.sentence_scores(classes.clone(), lengths.clone())
+            scores = self.sentence_scores(classes.clone(), lengths.clone(),
+                                          {name: t.clone() for name, t in tables.items()})
             attach_r = scores.attach_r.detach().clone().requires_grad_()
             attach_l = scores.attach_l.detach().clone().requires_grad_()
             root = scores.root.detach().clone().requires_grad_()
