@@ -452,8 +452,9 @@ def test_an_interrupted_and_resumed_run_ends_as_an_uninterrupted_one(ptb_sample:
     first = runner.invoke(cli, ["train", "--out", str(parts), *settings, "--max-time", "0.0001"])
     assert first.exit_code == 0, first.output
     assert json.loads((parts / "manifest.json").read_text())["runs"][-1]["outcome"]["reason"] == "max_time"
+    # a resumed run keeps the --max-time it recorded, per invocation: give it one that lets it finish
     resumed = runner.invoke(cli, ["train", "--resume", "--data", str(ptb_sample), "--out", str(parts), "--quiet",
-                                  "--threads", "1"])
+                                  "--threads", "1", "--max-time", "60"])
     assert resumed.exit_code == 0, resumed.output
     a, b = (torch.load(p / "last.pt", weights_only=True)["model"] for p in (whole, parts))
     assert all(torch.equal(a[k], b[k]) for k in a)

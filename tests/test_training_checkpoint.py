@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import torch
 from click.testing import CliRunner
 
 from depinduce.cli.main import cli
-from depinduce.errors import DepinduceError
+from depinduce.errors import DepinduceError, ResourceError
 from depinduce.training.checkpoint import atomic_torch_save, atomic_write_text, load_train_state
 from depinduce.training.engine import TrainOptions, train
 from training_support import make_data, one_thread, tiny_plugin  # noqa: F401 (fixtures)
@@ -47,7 +48,7 @@ def test_atomic_writes_replace_whole_files_and_leave_nothing_behind(tmp_path: Pa
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", disk_full)
-    with pytest.raises(OSError):
+    with pytest.raises(ResourceError, match=re.escape(f"{target}: cannot write (No space left on device)")):
         atomic_torch_save({"a": torch.ones(5)}, target)  # a failed write keeps the previous file intact
     monkeypatch.undo()
     assert torch.equal(torch.load(target, weights_only=True)["a"], torch.zeros(2))

@@ -132,7 +132,8 @@ def test_parser_lr_trains_the_backends_parser_faster(tmp_path: Path, tiny_plugin
     assert [g["lr"] for g in groups] == [1e-3, 5e-3]
     # the parser group holds exactly the parser's parameters (query, key, root: weight and bias each)
     assert len(groups[1]["params"]) == 6
-    resumed = train(TrainOptions(data_dir=data, run_dir=run, resume=True, quiet=True), log=_quiet)
+    # the run keeps its token budget on --resume (issue 46): a larger one lets it finish its epoch
+    resumed = train(TrainOptions(data_dir=data, run_dir=run, resume=True, quiet=True, max_tokens=10**7), log=_quiet)
     assert resumed.reason == "completed" and resumed.epoch == 1
 
 

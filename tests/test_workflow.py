@@ -156,7 +156,8 @@ def test_unfinished_runs_are_not_chosen(tmp_path: Path) -> None:
         (runs / name / "config.yaml").write_text("model: udgn\n")
         (runs / name / "model.pt").write_bytes(b"")
         entry = {"started": "x", **({"finished": "y"} if finished else {})}
-        (runs / name / "manifest.json").write_text(json.dumps({"runs": [entry]}))
+        manifest = {"format": "depinduce-run", "model": "udgn", "data": {"dir": "data/ptb"}, "runs": [entry]}
+        (runs / name / "manifest.json").write_text(json.dumps(manifest))
     assert newest_finished_run(runs) == runs / "a"
     assert newest_finished_run(tmp_path / "none") is None
 
