@@ -143,6 +143,12 @@ def test_two_nodes_train_as_two_ranks_on_one(tmp_path: Path, data: Path, tiny_pl
     env = subprocess_env(tiny_plugin)
     one = subprocess.run(_torchrun("--standalone", "--nproc_per_node", "2") + train + ["--out", str(tmp_path / "a")],
                          env=env, capture_output=True, text=True, timeout=240)
+    if one.returncode != 0 and "terminate called without an active exception" in one.stderr:
+        # a rank aborted inside torch's C++ (gloo) on a loaded machine: seen once in CI, not reproduced since;
+        # run it once more from scratch so the comparison below still runs (a second abort fails the test)
+        shutil.rmtree(tmp_path / "a", ignore_errors=True)
+        one = subprocess.run(_torchrun("--standalone", "--nproc_per_node", "2") + train
+                             + ["--out", str(tmp_path / "a")], env=env, capture_output=True, text=True, timeout=240)
     assert one.returncode == 0, one.stderr[-3000:]
     port = _free_port()
     nodes = [subprocess.Popen(

@@ -45,7 +45,8 @@ def _dataframe(rows: list[dict[str, Any]]) -> Any:
     try:
         import pandas
     except ImportError:
-        raise ResourceError("to_dataframe() needs pandas, which is not installed (pip install pandas)") from None
+        raise ResourceError("to_dataframe() needs pandas, which is not installed "
+                            "(pip install 'depinduce[dataframe]')") from None
     return pandas.DataFrame(rows)
 
 

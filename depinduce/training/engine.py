@@ -314,7 +314,9 @@ def _fmt_tokens(tokens: float) -> str:
 
 
 def _fmt_minutes(minutes: float | None) -> str:
-    return "none (until the recipe's epochs end)" if minutes is None else f"{minutes:g} minutes"
+    if minutes is None:
+        return "none (until the recipe's epochs end)"
+    return f"{minutes:g} minute{'' if minutes == 1 else 's'}"
 
 
 class Trainer:
