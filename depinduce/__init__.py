@@ -11,8 +11,9 @@ from typing import Any
 __version__ = "0.1.0"
 
 _API = ("load", "evaluate", "train", "Parser", "ParsedSentence", "Evaluation", "write", "convert", "list_runs",
-        "Predictions", "Token", "list_models", "preprocess", "perplexity", "analyze_heads", "analyze_channels",
-        "HeadAnalysis", "ChannelAnalysis")
+        "Predictions", "Token", "list_models", "model_catalog", "ModelCatalog", "preprocess", "PreprocessOptions",
+        "Normalization", "perplexity", "show", "show_text", "analyze_heads", "analyze_channels", "HeadAnalysis",
+        "ChannelAnalysis")
 # the report sits a layer above the API: ``depinduce.report_runs`` is ``depinduce report``
 _REPORT = ("report_runs",)
 _ERRORS = ("DepinduceError", "InputError", "UsageError", "RecipeError", "NotFoundError", "ModelError",

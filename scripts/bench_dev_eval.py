@@ -22,7 +22,7 @@ import torch
 from depinduce.data.punct import sentence_punct_mask
 from depinduce.io import read_conllu
 from depinduce.models.registry import load_model
-from depinduce.parsing import visible_sentence
+from depinduce.pipeline import visible_sentence
 from depinduce.training import batching
 from depinduce.training.evaluation import DevTreebank, parsing_metrics
 from timing import best_time

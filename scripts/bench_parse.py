@@ -15,7 +15,7 @@ import torch
 from depinduce.io import read_sentences
 from depinduce.io.initial_graphs import read_initial_parse
 from depinduce.models.registry import load_model
-from depinduce.parsing import OUTPUT_FORMATS, ParseRequest, parse
+from depinduce.pipeline import OUTPUT_FORMATS, ParseRequest, parse
 
 
 def main() -> None:

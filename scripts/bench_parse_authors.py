@@ -7,7 +7,7 @@ across, checks on a few sentences that both give the same head distributions (an
 hidden states), then times, interleaved over ``--rounds`` rounds in alternating order:
 
 - depinduce: the whole ``depinduce parse`` pipeline exactly as ``scripts/bench_parse.py`` times it (batches of
-  ``--batch-size`` through :func:`depinduce.parsing.parse`: hiding punctuation, indexing, scoring, decoding with
+  ``--batch-size`` through :func:`depinduce.pipeline.parse`: hiding punctuation, indexing, scoring, decoding with
   ``--decoder``, re-attaching punctuation, labels);
 - the authors: for each sentence, the body of their test loop — StructFormer (google-research ``structformer/
   test_phrase_grammar.py``): index lookup, ``model(data, pos)``, ``tree_utils.build_tree`` on the distances (their
@@ -67,7 +67,7 @@ from depinduce.data.punct import sentence_punct_mask  # noqa: E402
 from depinduce.errors import DepinduceError  # noqa: E402
 from depinduce.io import read_sentences  # noqa: E402
 from depinduce.models.registry import load_model  # noqa: E402
-from depinduce.parsing import OUTPUT_FORMATS, ParseRequest, check_request, parse  # noqa: E402
+from depinduce.pipeline import OUTPUT_FORMATS, ParseRequest, check_request, parse  # noqa: E402
 
 # Files each authors' checkout must hold (relative to the folder given): their model and their test-time decoder.
 REQUIRED = {

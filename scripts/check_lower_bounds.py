@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # Each file exercises a different dependency: click (the CLI and its errors), conllu and numpy (reading and
 # scoring), torch (a backend's forward and training step), nltk (the PTB reader), rich and tqdm (tables and
-# progress), pyyaml (recipes and run settings).
+# progress), pyyaml and pydantic (recipes and run settings, their type checks).
 FAST_SUBSET = (
     "tests/test_error_kinds.py",
     "tests/test_cli_errors.py",

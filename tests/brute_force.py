@@ -1,4 +1,5 @@
-"""Brute-force enumeration of dependency trees, the reference the decoder tests compare against (n <= 7)."""
+"""Brute-force enumeration of dependency trees (n <= 7) and binary bracketings (n <= 6), the references the chart
+and decoder tests compare against."""
 
 from __future__ import annotations
 
@@ -39,3 +40,26 @@ def best_key(S: np.ndarray, trees: np.ndarray) -> tuple[int, float]:
     total = np.where(np.isneginf(arcs), 0.0, arcs).sum(1)
     fewest = forbidden.min()
     return int(fewest), float(total[forbidden == fewest].max())
+
+
+@functools.lru_cache(maxsize=None)
+def bracketings(i: int, j: int) -> tuple[tuple, ...]:
+    """Every binary tree over words i..j−1 (j > i): ("leaf", i) or ("node", i, j, left, right)."""
+    if j - i == 1:
+        return (("leaf", i),)
+    return tuple(("node", i, j, left, right) for k in range(i + 1, j)
+                 for left in bracketings(i, k) for right in bracketings(k, j))
+
+
+def tree_spans(tree: tuple) -> set[tuple[int, int]]:
+    """The fencepost spans (i, j) of a tree's inner nodes: its spans of width ≥ 2."""
+    if tree[0] == "leaf":
+        return set()
+    return {(tree[1], tree[2])} | tree_spans(tree[3]) | tree_spans(tree[4])
+
+
+def bracketing_spans(n: int) -> list[frozenset[tuple[int, int]]]:
+    """The spans of width ≥ 2 of every binary bracketing of n words (one empty bracketing below two words)."""
+    if n < 2:
+        return [frozenset()]
+    return [frozenset(tree_spans(tree)) for tree in bracketings(0, n)]

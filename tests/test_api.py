@@ -289,7 +289,7 @@ def test_evaluate_trees_matches_the_cli(ptb: Path, tmp_path: Path) -> None:
     result = depinduce.evaluate(ptb / "test.trees", pred)
     assert json.loads(cli_stdout("eval", "--gold", str(ptb / "test.trees"), "--pred", str(pred), "--json")) == \
         result.as_dict()
-    assert round(result.metrics["uf1_sentence"], 1) == 38.9  # evaluation.md's anchor
+    assert round(result.metrics["uf1_sentence"], 1) == 38.9  # docs/evaluation-protocol.md's anchor
 
 
 # ------------------------------------------------------------------------------------------------ errors

@@ -1,4 +1,4 @@
-"""The trivial baselines reproduce evaluation.md's reference numbers on the NLTK PTB sample.
+"""The trivial baselines reproduce docs/evaluation-protocol.md's reference numbers on the NLTK PTB sample.
 
 Gold comes straight from nltk's corpora (dependency_treebank for heads, treebank for trees) and the baselines
 are built here over the punctuation-free words, so these anchors check ``evaluate``'s protocol (punctuation

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import depinduce.parsing
+import depinduce.pipeline
 from depinduce.data.normalize import Normalization
 from depinduce.data.punct import sentence_punct_mask
 from depinduce.io import read_conllu
@@ -18,7 +18,7 @@ from depinduce.models.dmv import DMV
 from depinduce.models.dmv.config import DMVConfig
 from depinduce.models.dmv.model import build_class_vocab
 from depinduce.models.registry import load_model
-from depinduce.parsing import ParseRequest, parse, visible_sentence
+from depinduce.pipeline import ParseRequest, parse, visible_sentence
 from depinduce.structures.sentence import Sentence
 from depinduce.training.evaluation import DevTreebank, parsing_metrics
 
@@ -50,13 +50,13 @@ def two_parses(backend: Backend, dev: DevTreebank, decoder: str) -> dict[str, fl
 def counted_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The output format of every parse the dev evaluation runs."""
     formats: list[str] = []
-    real = depinduce.parsing.parse
+    real = depinduce.pipeline.parse
 
     def counting(sentences: list[Sentence], backend: Backend, request: ParseRequest, **kw: Any) -> Iterator[Sentence]:
         formats.append(request.fmt)
         return real(sentences, backend, request, **kw)
 
-    monkeypatch.setattr(depinduce.parsing, "parse", counting)
+    monkeypatch.setattr(depinduce.pipeline, "parse", counting)
     return formats
 
 

@@ -16,7 +16,9 @@ from depinduce.data.normalize import Normalization
 from depinduce.data.vocab import Vocab
 from depinduce.errors import RecipeError, UsageError
 from depinduce.models.dmv import DMV
+from depinduce.models.dmv.chart import inside
 from depinduce.models.dmv.config import DMVConfig
+from depinduce.structures.semirings import LOG, MAX
 from depinduce.structures.sentence import Sentence
 
 LEFT, RIGHT, STOP, CONT = 0, 1, 0, 1
@@ -111,6 +113,20 @@ def test_viterbi_is_the_best_enumerated_tree() -> None:
     for row, scores in zip(rows, model.parse_sentences([Sentence(words=[f"c{k - 3}" for k in r]) for r in rows])):
         trees, tree_scores = enumerate_trees(model, row)
         assert scores.viterbi_heads == trees[int(tree_scores.argmax())]
+
+
+def test_the_chart_runs_in_the_shared_semirings_named_or_given() -> None:
+    """The max semiring's total is the best enumerated tree's log-probability; a name and the object agree."""
+    model = small_model(seed=5)
+    classes, lengths = model.batch_tensors(SENTENCES)
+    with torch.no_grad():
+        scores = model.sentence_scores(classes, lengths)
+        for name, ring in (("log", LOG), ("max", MAX)):
+            assert torch.equal(inside(scores, name), inside(scores, ring))
+        best = inside(scores, MAX)
+    for row, value in zip(SENTENCES, best):
+        _, tree_scores = enumerate_trees(model, row)
+        assert float(value) == pytest.approx(float(tree_scores.max()), abs=1e-10)
 
 
 def test_the_dmv_is_a_distribution_over_sentences_and_trees_not_over_the_trees_of_one_sentence() -> None:
@@ -217,10 +233,6 @@ def test_train_parse_eval_end_to_end(ptb: Path, tmp_path: Path) -> None:
     assert scored.exit_code == 0, scored.output
     metrics = json.loads(scored.stdout)
     assert 10.0 < metrics["metrics"]["dda"] < 100.0
-    for decoder in ("eisner", "mst"):  # the shared decoders read the arc marginals
-        result = runner.invoke(cli, ["parse", "--model", str(run), "--input-format", "conllu", "--quiet",
-                                     "--decoder", decoder, "--format", "conllx", str(ptb / "wsj10.conllu")])
-        assert result.exit_code == 0, result.output
     # text input: no tags, a one-line error
     text = runner.invoke(cli, ["parse", "--model", str(run), "--quiet", str(ptb / "wsj10.txt")])
     assert text.exit_code == 2

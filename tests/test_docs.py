@@ -137,3 +137,55 @@ def test_writing_a_backend_example_works(tmp_path: Path) -> None:
     rows = [line.split("\t") for line in done.stdout.splitlines() if line and not line.startswith("#")]
     # A -> dog (longer), dog -> barked, barked -> loudly, loudly = root
     assert [row[6] for row in rows] == ["2", "3", "4", "0"]
+
+
+_DOCS_PAGE = re.compile(r"(?<![\w/.-])docs/[\w./-]+?\.md\b")
+_DESIGN_PAGE = re.compile(r"(?<![\w-])((?:[\w.-]+/)*)design/([\w.-]+\.md)")
+# The design notes by their bare names, as older comments cited them ("evaluation.md's anchors").
+_BARE_NOTE = re.compile(r"(?<![\w/.-])(evaluation|models|conversion|architecture)\.md\b")
+
+
+def _cited_sources() -> list[Path]:
+    """What the rule covers: the package (the recipes included), the scripts, the tests (but this file, whose
+    strings are the rule's examples) and README."""
+    suffixes = {".py", ".yaml", ".yml", ".sh", ".toml"}
+    found = [REPO / "README.md"]
+    for folder in ("depinduce", "scripts", "tests"):
+        found += [p for p in sorted((REPO / folder).rglob("*")) if p.suffix in suffixes and p.is_file()
+                  and "__pycache__" not in p.parts and "data" not in p.relative_to(REPO / folder).parts[:1]]
+    return [p for p in found if p != Path(__file__).resolve()]
+
+
+def test_cited_pages_exist_and_nothing_cites_notes_outside_the_repository() -> None:
+    """Every ``docs/`` page named in code, comments, strings, recipes or scripts is a page of this repository; a
+    design note is cited by the docs/ page that holds it, never by a path outside the repository or a bare name
+    (the notes in ../shared are reading material users never get)."""
+    missing, outside = [], []
+    for path in _cited_sources():
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            where = f"{path.relative_to(REPO)}:{number}"
+            for match in _DOCS_PAGE.finditer(line):
+                if not (REPO / match.group(0)).is_file():
+                    missing.append(f"{where}: {match.group(0)}")
+            for match in _DESIGN_PAGE.finditer(line):
+                if not (match.group(1).startswith("docs/") and (REPO / match.group(0)).is_file()):
+                    outside.append(f"{where}: {match.group(0)}")
+            outside += [f"{where}: {m.group(0)}" for m in _BARE_NOTE.finditer(line)]
+    for page in sorted(DOCS.rglob("*.md")):  # the site itself never sends a reader to a design/ note
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            outside += [f"{page.relative_to(REPO)}:{number}: {m.group(0)}" for m in _DESIGN_PAGE.finditer(line)]
+    assert not missing, "pages that do not exist:\n" + "\n".join(missing)
+    assert not outside, "design notes cited outside docs/:\n" + "\n".join(outside)
+
+
+def test_the_citation_rule_catches_what_it_should() -> None:
+    """The patterns above on lines that must and must not be reported."""
+    assert _DOCS_PAGE.findall("see docs/evaluation-protocol.md.") == ["docs/evaluation-protocol.md"]
+    assert _DOCS_PAGE.findall("[p](docs/guide/models.md)") == ["docs/guide/models.md"]
+    assert not _DOCS_PAGE.findall("my-docs/x.md")
+    assert [m.group(0) for m in _DESIGN_PAGE.finditer("see ../shared/design/models.md")] == [
+        "../shared/design/models.md"]
+    assert [m.group(0) for m in _DESIGN_PAGE.finditer("(design/evaluation.md)")] == ["design/evaluation.md"]
+    assert not list(_DESIGN_PAGE.finditer("the design table"))
+    assert _BARE_NOTE.findall("evaluation.md's anchors") == ["evaluation"]
+    assert not _BARE_NOTE.findall("docs/guide/models.md and results/2026-11-27-dmv-dev-evaluation.md")

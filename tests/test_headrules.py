@@ -60,7 +60,7 @@ def test_last_child_search_and_coordination() -> None:
 @pytest.mark.parametrize(
     ("bracketed", "head_word"),
     [
-        # The documented differences from design/conversion.md, each decided by dependency_treebank.
+        # The documented differences from the published table (docs/head-rules.md), each decided by dependency_treebank.
         ("(NP (NNP U.S.) (NX (NX (NNS patents)) (CC and) (NX (NNS rights))))", "U.S."),
         ("(NP (DT a) (NN year) (JJR earlier))", "year"),
         ("(NP (DT an) (JJ additional) (QP ($ $) (CD 55) (CD million)))", "additional"),

@@ -9,6 +9,7 @@ model, and ``models`` no metric).
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -23,7 +24,7 @@ LEVELS: dict[str, int] = {
     "io": 2,
     "data": 3,
     "models": 4, "metrics": 4,
-    "parsing": 5,
+    "pipeline": 5,
     "training": 6, "analysis": 6, "pictures": 6,
     "api": 7,
     "report": 8,
@@ -107,3 +108,79 @@ def test_training_a_backend_does_not_import_nltk() -> None:
             "print(sorted(m for m in ('nltk', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# The command line only parses options and calls the API (issue 47): a ``depinduce/cli`` module imports, of the
+# package, only the API, the errors, the display helpers and the CLI's own modules; of the rest, click, rich and
+# the standard library.  The report alone sits above the API (it scores runs through the API's parser), so no
+# API function can hold it: ``cli/report.py`` calls the report layer's own function (``depinduce.report_runs``).
+CLI_LAYERS = {"api", "errors", "display", "cli"}
+CLI_ABOVE_API = {"report.py": {"report"}}
+CLI_THIRD_PARTY = {"click", "rich"}
+_MODULE_STRING = re.compile(r"depinduce(?:\.\w+)+(?::\w+)?")  # "depinduce.cli.eval:eval_command"
+
+
+def cli_import_problems(root: Path = PACKAGE) -> list[str]:
+    """``FILE:LINE: module`` for every import of a CLI module that goes past the API — lazy imports inside
+    functions, ``TYPE_CHECKING`` blocks and module names given to importlib as strings included, relative imports
+    resolved; a name taken from the package root (``from depinduce import X``) must be the root's own or one it
+    forwards to the API or the errors."""
+    import depinduce.api
+    import depinduce.errors
+
+    errors = {name for name, value in vars(depinduce.errors).items()
+              if isinstance(value, type) and issubclass(value, Exception)}
+    root_names = {"__version__", *depinduce.api.__all__, *errors}
+    found: list[tuple[str, int, str]] = []
+    for path in sorted((root / "cli").rglob("*.py")):
+        allowed = CLI_LAYERS | CLI_ABOVE_API.get(path.name, set())
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            modules: list[str] = []
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = list(path.relative_to(root.parent).with_suffix("").parts[: -node.level])
+                    base = ".".join(parts + ([base] if base else []))
+                modules = [base]
+                if base == "depinduce":
+                    modules = [f"depinduce.{alias.name}" if (root / alias.name).is_dir()
+                               or (root / f"{alias.name}.py").is_file() or alias.name not in root_names
+                               else "depinduce" for alias in node.names]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and _MODULE_STRING.fullmatch(node.value):
+                modules = [node.value.split(":")[0]]
+            for module in modules:
+                top, _, rest = module.partition(".")
+                if top == "depinduce":
+                    ok = not rest or rest.split(".")[0] in allowed
+                else:
+                    ok = top in CLI_THIRD_PARTY or top in sys.stdlib_module_names
+                if not ok:
+                    found.append((str(path.relative_to(root.parent)), node.lineno, module))
+    return [f"{name}:{line}: {module}" for name, line, module in sorted(found)]
+
+
+def test_the_cli_reaches_the_library_only_through_the_api() -> None:
+    found = cli_import_problems()
+    assert found == [], "CLI imports past depinduce.api (give the API a function for it):\n" + "\n".join(found)
+
+
+def test_the_cli_check_sees_each_way_past_the_api(tmp_path: Path) -> None:
+    cli = tmp_path / "depinduce" / "cli"
+    cli.mkdir(parents=True)
+    (tmp_path / "depinduce" / "io").mkdir()
+    (cli / "ok.py").write_text("import sys\nimport click\nfrom depinduce import __version__, load\n"
+                               "from depinduce.api.choices import DECODERS\nfrom . import common\n"
+                               "TARGET = 'depinduce.cli.ok:command'\n")
+    (cli / "bad.py").write_text("import numpy\nfrom depinduce import io, report_runs\n"
+                                "def f():\n    from ..parsing import parse\n"
+                                "TARGET = 'depinduce.training.engine:train'\n")
+    (cli / "report.py").write_text("from depinduce.report.command import report_runs\n")
+    assert cli_import_problems(tmp_path / "depinduce") == [
+        "depinduce/cli/bad.py:1: numpy", "depinduce/cli/bad.py:2: depinduce.io",
+        "depinduce/cli/bad.py:2: depinduce.report_runs", "depinduce/cli/bad.py:4: depinduce.parsing",
+        "depinduce/cli/bad.py:5: depinduce.training.engine",
+    ]

@@ -106,7 +106,7 @@ def random_tree(draw: st.DrawFn, n: int | None = None) -> list[int]:
 
 @given(st.data())
 def test_uda_counts_gold_edges_found_in_either_direction(data: st.DataObject) -> None:
-    # evaluation.md: for well-formed trees UDA equals counting each gold edge found in either direction
+    # docs/evaluation-protocol.md: for well-formed trees UDA equals counting each gold edge found in either direction
     gold = data.draw(random_tree())
     pred = data.draw(random_tree(len(gold)))
     either = sum(

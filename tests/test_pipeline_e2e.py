@@ -1,6 +1,7 @@
 """The documented main job, through the CLI: preprocess the PTB sample → baseline parse → eval, on real data.
 
-Each step's output feeds the next as a user would chain them, and the numbers must be evaluation.md's anchors.
+Each step's output feeds the next as a user would chain them, and the numbers must be docs/evaluation-protocol.md's
+anchors.
 """
 
 from __future__ import annotations

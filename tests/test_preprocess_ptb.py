@@ -61,7 +61,7 @@ def test_split_sizes_and_reference_counts(sample_dir: Path) -> None:
     splits = json.loads((sample_dir / "manifest.json").read_text())["splits"]
     assert {s: splits[s]["sentences"] for s in splits} == {"train": 2794, "dev": 459, "test": 661}
     assert sum(splits[s]["sentences"] for s in splits) == 3914
-    # evaluation.md: the test split has 13,812 scored (punctuation-free) words.
+    # docs/evaluation-protocol.md: the test split has 13,812 scored (punctuation-free) words.
     assert splits["test"]["words"] == 13812
     assert len((sample_dir / "test.txt").read_text().split()) == 13812
     for name in ("train", "dev", "test", "wsj10"):
@@ -70,7 +70,7 @@ def test_split_sizes_and_reference_counts(sample_dir: Path) -> None:
         trees = (sample_dir / f"{name}.trees").read_text().splitlines()
         txt = (sample_dir / f"{name}.txt").read_text().splitlines()
         assert ids == stripped_ids and len(ids) == len(trees) == len(txt) == len(set(ids))
-    assert len(txt) == 555  # WSJ10: 542 sentences of 2-10 words (evaluation.md) and 13 one-word ones
+    assert len(txt) == 555  # WSJ10: 542 sentences of 2-10 words (docs/evaluation-protocol.md) and 13 one-word ones
 
 
 def test_views_trees_and_conllu_agree(sample_dir: Path) -> None:
@@ -126,7 +126,7 @@ def test_conllu_heads_are_the_nltk_conversion(sample_dir: Path, nltk_data: Path)
 
 
 def test_right_branching_anchor_on_the_written_test_split(sample_dir: Path) -> None:
-    """evaluation.md's right-branching baseline, recomputed from test.conllu: DDA 30.3, UDA 50.2."""
+    """docs/evaluation-protocol.md's right-branching baseline, recomputed from test.conllu: DDA 30.3, UDA 50.2."""
     correct = undirected = total = 0
     for sentence in conllu_sentences(sample_dir / "test.conllu"):
         keep = [not p for p in punct_mask(sentence.words, rule="ptb", xpos=sentence.xpos)]

@@ -1,4 +1,5 @@
-"""Probabilistic Transformer: mean-field inference against a naive loop implementation of design/models.md (every
+"""Probabilistic Transformer: mean-field inference against a naive loop implementation of docs/models-reference.md
+(every
 decomposition, the ROOT variant), padding invariance, gradients and recomputation, the regularizer, the authors'
 settings (ROOT switches, decoders, summed chunk losses), parse scores and channels, configs and recipes, and
 train → parse → eval end to end."""
@@ -60,7 +61,7 @@ def _bucket(i: int, j: int, t: int) -> int:
 
 
 def reference_inference(x: list[list[float]], T: list, t: int, n_iter: int, root_T: list | None = None) -> list[dict]:
-    """design/models.md's mean-field steps for one sentence, with explicit loops over i, j, a, b, c (and e, the
+    """docs/models-reference.md's mean-field steps for one sentence, with explicit loops over i, j, a, b, c (and e, the
     root label).  ``T[k][a][b][c]``, ``root_T[a][e][c]``.  Returns each iteration's F, Q_h, G, q_z (and root)."""
     n, d = len(x), len(x[0])
     C = len(T[0][0][0])
@@ -205,11 +206,8 @@ def test_a_sentence_scores_the_same_alone_and_padded_in_a_batch(root: bool) -> N
     n = len(short)
     with torch.no_grad():
         alone, in_batch = model.infer(alone_tokens, alone_mask), model.infer(batch_tokens, batch_mask)
-        scores_alone = model.score_tensors(alone_tokens, alone_mask)[0]
-        scores_batch = model.score_tensors(batch_tokens, batch_mask)[1]
     assert torch.allclose(alone.q_z[0], in_batch.q_z[1, :n], atol=1e-5)
     assert torch.allclose(alone.heads[0], in_batch.heads[1, :, :n, :n], atol=1e-6)
-    assert torch.allclose(scores_alone.heads, scores_batch.heads, atol=1e-4)
     assert torch.all(in_batch.heads[1, :, n:] == 0) and torch.all(in_batch.heads[1, :, :, n:] == 0)
     if root:
         assert torch.allclose(alone.root[0], in_batch.root[1, :, :n], atol=1e-6)
@@ -514,8 +512,6 @@ def test_config_errors_are_one_line() -> None:
         with pytest.raises(DepinduceError) as caught:
             ProbFormerConfig(**values)
         assert problem in str(caught.value) and "\n" not in str(caught.value)
-    with pytest.raises(DepinduceError, match="unknown model option"):
-        ProbFormer.from_config({"channels": 3}, Vocab(["a"]))
     defaults = ProbFormerConfig()
     assert (defaults.d, defaults.n_channels, defaults.n_iter, defaults.distance_threshold) == (384, 16, 5, 3)
     assert (defaults.decomposition, defaults.rank, defaults.dropout, defaults.ternary_l2) == ("uv", 64, 0.15, 5e-4)
@@ -526,20 +522,20 @@ def test_config_errors_are_one_line() -> None:
 def test_recipes_load_and_build(name: str) -> None:
     recipe = load_recipe(REPO / "depinduce" / "recipes" / name)
     config = resolve_config(model_name=None, model_config_class=ProbFormerConfig, recipe=recipe, where=name)
-    assert config.model == "probformer"
     model = ProbFormer.from_config(config.model_config, Vocab([f"w{i}" for i in range(50)]))
     factors = model.mean_field.factors
+    train = config.train.flat()  # as the recipe writes them
     if name == "probformer-ptb.yaml":
         assert (model.config.d, model.n_channels, model.config.rank, model.config.dropout) == (384, 16, 64, 0.15)
         assert factors.U.shape == (8, 16, 64, 384)
-        assert (config.train.lr, config.train.weight_decay, config.train.select) == (1e-3, 1.4e-6, "dev_ppl")
+        assert (train["lr"], train["weight_decay"], train["select"]) == (1e-3, 1.4e-6, "dev_ppl")
         # the authors' effective gradient scale: 4 summed chunk means per ~64-sentence batch, clipped at 5
-        assert (config.train.loss_chunks, config.train.batch_tokens, config.train.clip) == (4, 1440, 5.0)
-        assert config.train.decoder == "probformer-argmax"
+        assert (train["loss_chunks"], train["batch_tokens"], train["clip"]) == (4, 1440, 5.0)
+        assert train["decoder"] == "probformer-argmax"
         assert (model.config.root_dropout, model.config.root_decomposition, model.config.root_norm) == (
             True, "none", "separate")
     else:
-        assert config.train.select == "dev_uda" and config.train.lr == 1e-3
+        assert train["select"] == "dev_uda" and train["lr"] == 1e-3
         assert factors.U.shape == (8, model.n_channels, model.config.rank, model.config.d)
 
 

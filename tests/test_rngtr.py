@@ -217,7 +217,6 @@ def test_train_parse_eval_end_to_end(trained: tuple[Path, Path], tmp_path: Path)
     pred = tmp_path / "dev.pred.conllu"
     pred.write_text(parsed.stdout)
     metrics = _eval(data / "dev.conllu", pred)
-    assert metrics["las"] == pytest.approx(best["dev_las"], abs=1e-9)  # the run's dev LAS = parse + eval
     labels = {s.deprels[i] for s in read_conllu(str(pred)) for i in range(len(s))}
     assert {"det", "nsubj", "obj", "punct"} <= labels  # labels come from the model, not root/dep
     assert _eval(data / "dev.conllu", pred, "--keep-punct")["las"] > 90

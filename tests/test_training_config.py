@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 import typing
 from pathlib import Path
 
@@ -27,19 +30,21 @@ def test_recipe_values_are_typed_and_defaults_filled(tmp_path: Path) -> None:
     resolved = _resolve(load_recipe(path))
     assert resolved.model == "tiny-mlm"
     assert resolved.model_config == {"hidden": 8, "dropout": 0.1, "sleep": 0.0, "first_sleep": 0.0, "parse_sleep": 0.0}
-    assert resolved.train.lr == pytest.approx(3e-4) and isinstance(resolved.train.lr, float)
-    assert resolved.train.epochs == 4 and resolved.train.clip is None
-    assert resolved.train.batch_tokens == TrainConfig().batch_tokens
+    train = resolved.train
+    assert train.optimiser.lr == pytest.approx(3e-4) and isinstance(train.optimiser.lr, float)
+    assert train.budget.epochs == 4 and train.optimiser.clip is None
+    assert train.batches.batch_tokens == TrainConfig().batches.batch_tokens
 
 
 def test_set_overrides_with_type_conversion() -> None:
     resolved = _resolve({"train": {"lr": 0.1}}, "lr=1e-3", "train.epochs=7", "hidden=32", "model_config.dropout=0",
                         "patience=none", "optimizer=adamw", "dev_parse=false", "clip=null", seed=5)
-    assert resolved.train.lr == pytest.approx(1e-3)
-    assert resolved.train.epochs == 7 and resolved.train.patience is None and resolved.train.clip is None
-    assert resolved.train.optimizer == "adamw" and resolved.train.dev_parse is False
+    train = resolved.train
+    assert train.optimiser.lr == pytest.approx(1e-3)
+    assert train.budget.epochs == 7 and train.selection.patience is None and train.optimiser.clip is None
+    assert train.optimiser.optimizer == "adamw" and train.selection.dev_parse is False
     assert resolved.model_config["hidden"] == 32 and resolved.model_config["dropout"] == 0.0
-    assert resolved.train.seed == 5
+    assert train.execution.seed == 5
 
 
 @pytest.mark.parametrize(
@@ -96,7 +101,7 @@ def test_resolved_config_is_saved_and_reusable_as_a_recipe(tmp_path: Path, tiny_
     assert saved["model"] == "tiny-mlm"
     assert saved["model_config"] == {"hidden": 8, "dropout": 0.2, "sleep": 0.0, "first_sleep": 0.0, "parse_sleep": 0.0}
     assert saved["train"]["lr"] == pytest.approx(2e-3) and saved["train"]["seed"] == 3
-    assert set(saved["train"]) == set(TrainConfig.__dataclass_fields__)
+    assert list(saved["train"]) == list(TrainConfig().flat())  # flat, in the order config.yaml always had
     again = _resolve(load_recipe(run / "config.yaml"), model=None)
     assert again.train == _resolve(saved).train and again.model_config == saved["model_config"]
     assert (run / "vocab.json").read_bytes() == (data / "vocab.json").read_bytes()
@@ -146,3 +151,85 @@ def test_shipped_recipes_resolve() -> None:
                 "AnyConfig", [(k, typing.Any, dataclasses.field(default=v)) for k, v in recipe["model_config"].items()])
         resolved = resolve_config(model_name=None, model_config_class=config_class, recipe=recipe, where=str(path))
         assert path.name.startswith(f"{resolved.model}-")  # recipes are named <model>-<dataset>[-cpu].yaml
+
+
+# ------------------------------------------------------------------------------- settings grouped by concern
+
+
+def test_every_flat_key_belongs_to_exactly_one_group() -> None:
+    from depinduce.training.settings.groups import FLAT_KEYS, GROUP_OF, GROUPS
+
+    declared = [key for group in GROUPS.values() for key in group.model_fields]
+    assert sorted(declared) == sorted(FLAT_KEYS) and len(set(FLAT_KEYS)) == len(FLAT_KEYS)
+    assert not set(GROUPS) & set(FLAT_KEYS)  # a group's name never reads as a flat key
+    config = TrainConfig(lr=1e-3, epochs=3, bptt=20)
+    assert (config.optimiser.lr, config.budget.epochs, config.next_word.bptt) == (1e-3, 3, 20)
+    assert config.flat()["lr"] == 1e-3 and list(config.flat()) == list(FLAT_KEYS)
+    assert {GROUP_OF[k] for k in ("lr", "schedule", "select", "mask_rate", "seed")} == \
+        {"optimiser", "lr_schedule", "selection", "masked_lm", "execution"}
+
+
+def test_groups_can_be_written_as_sections_and_dotted_keys() -> None:
+    flat = _resolve({"train": {"lr": 2e-3, "epochs": 5, "warmup_steps": 3}}, "eps=1e-8", "seed=2")
+    nested = _resolve({"train": {"optimiser": {"lr": 2e-3}, "budget": {"epochs": 5}, "warmup_steps": 3}},
+                      "optimiser.eps=1e-8", "train.execution.seed=2")
+    assert nested.train == flat.train and nested.to_yaml() == flat.to_yaml()
+    assert nested.train.optimiser.eps == 1e-8 and nested.train.lr_schedule.warmup_steps == 3
+    saved = yaml.safe_load(nested.to_yaml())["train"]
+    assert saved["lr"] == 2e-3 and "optimiser" not in saved  # config.yaml stays flat
+
+
+@pytest.mark.parametrize(
+    ("recipe", "sets", "message"),
+    [
+        (None, ("optimiser.epochs=1",),
+         "--set optimiser.epochs: the optimiser group has no key 'epochs'; it has optimizer, lr"),
+        (None, ("budget.epochs=x",), "--set budget.epochs=x: train.epochs must be an integer, not 'x'"),
+        ({"optimiser": 5}, (), "recipe: train.optimiser must be a mapping of its keys (optimizer, lr,"),
+        ({"optimiser": {"rate": 1}}, (), "recipe: unknown train key(s) optimiser.rate; known: batch_tokens,"),
+        ({"optimiser": {"lr": 1}, "lr": 2}, (), "recipe: train.lr is given twice (as optimiser.lr and as lr)"),
+        ({"budget": {"epochs": True}}, (), "recipe: train.epochs must be an integer, not True"),
+    ],
+)
+def test_grouped_forms_have_one_line_errors(recipe: dict | None, sets: tuple[str, ...], message: str) -> None:
+    with pytest.raises(DepinduceError) as info:
+        _resolve({"train": recipe} if recipe is not None else None, *sets)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+def test_range_problems_of_several_groups_are_one_line_in_a_fixed_order() -> None:
+    with pytest.raises(DepinduceError) as info:
+        _resolve(None, "eps=0", "lm_mode=continuous", "curriculum_start=5", "epochs=0")
+    assert str(info.value) == (
+        "--set eps=0 --set lm_mode=continuous --set curriculum_start=5 --set epochs=0: "
+        "epochs must be at least 1; a length curriculum picks sentences; "
+        "lm_mode continuous reads the text as one stream (add --set curriculum_start=null); eps must be positive; "
+        "weight_decay and min_lr must not be negative")
+    with pytest.raises(ValueError, match="mask_rate must be between 0 and 1"):  # pydantic's ValidationError
+        TrainConfig(mask_rate=0)
+
+
+def test_types_are_strict_in_both_sections() -> None:
+    """A bool is not a number, a number is not a string, ints widen to floats, a float field takes a string that
+    reads as a number (PyYAML's 3e-4), in train and in the backend's model_config alike."""
+    resolved = _resolve({"model_config": {"dropout": "2e-1", "hidden": 4}, "train": {"clip": 1, "lr": "1e-2"}})
+    assert resolved.model_config["dropout"] == 0.2 and resolved.train.optimiser.clip == 1.0
+    assert isinstance(resolved.train.optimiser.clip, float) and resolved.train.optimiser.lr == 1e-2
+    for section, key, value, words in [("model_config", "dropout", True, "a number"),
+                                       ("model_config", "hidden", 4.0, "an integer"),
+                                       ("train", "decoder", 5, "a string"),
+                                       ("train", "patience", "3", "an integer or null"),
+                                       ("train", "tensorboard", 1, "true or false")]:
+        with pytest.raises(DepinduceError) as info:
+            _resolve({section: {key: value}})
+        assert str(info.value) == f"recipe: {section}.{key} must be {words}, not {value!r}"
+
+
+def test_help_does_not_import_pydantic() -> None:
+    """The settings' validation is imported with training, not by the command line's help."""
+    from test_fast_start import HELP_ALL
+
+    code = 'HEAVY = ("pydantic", "depinduce.training.config")\n' + HELP_ALL
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["heavy"] == []

@@ -1,4 +1,4 @@
-"""The training objectives: masked LM exactly as design/models.md says, next-word LM and supervised heads/labels
+"""The training objectives: masked LM exactly as docs/models-reference.md says, next-word LM and supervised heads/labels
 through their hooks (tiny dummy modules defined here)."""
 
 from __future__ import annotations

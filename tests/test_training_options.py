@@ -57,9 +57,9 @@ def test_curriculum_epochs_read_only_short_sentences_first(tmp_path: Path, tiny_
 
 def test_curriculum_settings_are_checked(tmp_path: Path, tiny_plugin: Path) -> None:
     with pytest.raises(RecipeError, match="curriculum_start must be at least 1"):
-        TrainConfig(curriculum_start=0).validate("recipe")
+        TrainConfig.from_values({"curriculum_start": 0}, "recipe")
     with pytest.raises(RecipeError, match="lm_mode continuous"):
-        TrainConfig(curriculum_start=10, lm_mode="continuous").validate("recipe")
+        TrainConfig.from_values({"curriculum_start": 10, "lm_mode": "continuous"}, "recipe")
     data = make_data(tmp_path / "data", n_train=30, n_dev=5, gold_dev=False)
     with pytest.raises(RecipeError, match="no training sentence has at most curriculum_start=1 words"):
         train(TrainOptions(data_dir=data, run_dir=tmp_path / "run", model="tiny-mlm", quiet=True,
@@ -194,7 +194,7 @@ def test_set_values_are_checked_together_not_in_their_order() -> None:
     # lm_mode=continuous alone clashes with the recipe's curriculum; with curriculum_start=null after it, it does not
     resolved = resolve_config(model_name="x", model_config_class=Empty, recipe=recipe,
                               overrides=("lm_mode=continuous", "curriculum_start=null"))
-    assert resolved.train.lm_mode == "continuous" and resolved.train.curriculum_start is None
+    assert resolved.train.next_word.lm_mode == "continuous" and resolved.train.batches.curriculum_start is None
     with pytest.raises(RecipeError, match=r"^--set lm_mode=continuous --set lr=0.1: a length curriculum"):
         resolve_config(model_name="x", model_config_class=Empty, recipe=recipe,
                        overrides=("lm_mode=continuous", "lr=0.1"))

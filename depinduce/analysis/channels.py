@@ -3,7 +3,7 @@ channels (the Probabilistic Transformer), for ``depinduce analyze channels``.
 
 Each channel's heads — and their average, the default parse — are decoded and scored exactly as ``depinduce
 parse --channel K`` followed by ``depinduce eval`` would: the sentences go through the shared parse pipeline
-(:func:`depinduce.parsing.parse`: punctuation hidden from the model, the chosen decoder, punctuation re-attached)
+(:func:`depinduce.pipeline.parse`: punctuation hidden from the model, the chosen decoder, punctuation re-attached)
 and are scored by :func:`depinduce.metrics.evaluate` (punctuation removed by the gold file's rule, re-attachment
 of words whose gold head was punctuation).  The model runs once per batch for all channels
 (``channel_parse_scores``); only decoding and scoring are repeated per channel.
@@ -29,7 +29,7 @@ from depinduce.errors import InputError, ModelError
 from depinduce.metrics.dependency import DependencyCounts, ratio, universal_label
 from depinduce.metrics.evaluate import evaluate
 from depinduce.models.base import Backend, ParseScores
-from depinduce.parsing import ParseRequest, parse
+from depinduce.pipeline import ParseRequest, parse
 from depinduce.structures.dependency import reattach
 
 AVERAGE = "average"

@@ -1,5 +1,7 @@
 """The Python API: the same ``parse``, ``eval``, ``train`` and the other commands as the command line, for notebooks
-and scripts (``report`` is :func:`depinduce.report.command.report_runs`, a layer above).
+and scripts (``report`` is :func:`depinduce.report.command.report_runs`, a layer above).  The command line itself
+reaches the library only through this package (``tests/test_layering.py`` checks it); the names its options offer
+are in :mod:`depinduce.api.choices`.
 
 Each function here is the one implementation its command uses (or shares every step with), so a number from a
 notebook is the number the CLI prints.  Errors are :class:`~depinduce.errors.DepinduceError` with the CLI's
@@ -25,9 +27,15 @@ _EXPORTS: dict[str, str] = {
     "list_runs": "depinduce.api.runs",
     "Predictions": "depinduce.api.results",
     "Token": "depinduce.api.results",
-    "list_models": "depinduce.api.commands",
+    "list_models": "depinduce.api.catalog",
+    "model_catalog": "depinduce.api.catalog",
+    "ModelCatalog": "depinduce.api.catalog",
     "preprocess": "depinduce.api.commands",
+    "PreprocessOptions": "depinduce.data.preprocess",
+    "Normalization": "depinduce.data.normalize",
     "perplexity": "depinduce.api.commands",
+    "show": "depinduce.api.drawing",
+    "show_text": "depinduce.api.drawing",
     "analyze_heads": "depinduce.api.analysis",
     "analyze_channels": "depinduce.api.analysis",
     "HeadAnalysis": "depinduce.api.analysis",

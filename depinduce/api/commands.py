@@ -1,64 +1,20 @@
-"""The rest of the command line from Python: ``models`` (:func:`list_models`: ``depinduce.models`` is the
-backends' package), ``preprocess`` and ``perplexity``, each the function its command calls (``parse``, ``eval``,
-``train``, ``convert``, ``analyze`` and ``list_runs`` have their own modules; ``report`` is
+"""``preprocess`` and ``perplexity`` from Python, each the function its command calls (``parse``, ``eval``,
+``train``, ``convert``, ``show``, ``analyze`` and ``models`` have their own modules; ``report`` is
 :func:`depinduce.report.command.report_runs`, a layer above the API).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
 from depinduce.api.checks import check_types
 from depinduce.api.words import python_words
-from depinduce.errors import DepinduceError, UsageError
+from depinduce.errors import UsageError
 
 PREPROCESS_KINDS = ("ptb", "ud", "text")
-
-
-def backend_rows(warn: Callable[[str], object] = lambda line: None) -> list[dict[str, Any]]:
-    """One record per backend of the ``depinduce.models`` entry points: name, provider, description,
-    capabilities, ``head_probs`` (what ``--probs`` reads) and the authors' decoders.  A broken plugin is
-    passed to ``warn`` and left out, so it never hides the others."""
-    from depinduce.models.registry import GROUP, registrations, scan_entry_points
-
-    for problem in scan_entry_points(GROUP)[1]:  # a distribution with damaged metadata: its plugins are ignored
-        warn(problem)
-    rows = []
-    for name, reg in registrations().items():
-        try:
-            cls = reg.load_class()
-        except DepinduceError as exc:
-            warn(f"warning: {exc}")
-            continue
-        rows.append({
-            "name": name,
-            "provider": reg.provider,
-            "entry_point": reg.entry_point.value,
-            "description": cls.description,
-            **cls.capabilities.as_dict(),
-            "head_probs": cls.head_probs,
-            # the authors' decoders; every backend with dependency output also takes mst, eisner, argmax
-            "own_decoders": {k: d.description for k, d in cls.own_decoders.items()},
-        })
-    return rows
-
-
-@python_words
-def list_models(warn: Callable[[str], object] = lambda line: None) -> dict[str, Any]:
-    """What ``depinduce models --json`` prints: ``backends`` (see :func:`backend_rows`), ``runs`` (the runs
-    under ./runs, ``parse_default`` marking the one ``parse`` takes) and ``bundled_model`` (its card)."""
-    from depinduce.api.runs import list_runs
-    from depinduce.models.bundled import model_card
-
-    listing = list_runs()
-    for skipped in listing.skipped:
-        warn(skipped)
-    runs = [{**run.as_dict(), "parse_default": run.path == listing.parse_default} for run in listing.runs]
-    return {"backends": backend_rows(warn), "runs": runs, "bundled_model": model_card()}
 
 
 @python_words
@@ -67,9 +23,9 @@ def preprocess(kind: str, out: str | PathLike[str] | None = None, *, options: An
     """``depinduce preprocess KIND``: ``kind`` is ``ptb`` (``ptb_dir=``, ``head_rules=``), ``ud``
     (``treebank=[paths]``, ``train_on="dev,test"``, ``pretokenized=``) or ``text`` (``inputs=[paths]`` or
     ``nltk_corpus=``); ``out`` defaults as on the command line (``data/ptb`` …); ``options`` is a
-    :class:`~depinduce.data.preprocess.PreprocessOptions` (punctuation, normalisation, length and vocabulary
-    limits, ``force``, ``progress``: none by default); ``log`` takes the summary lines the command prints on stderr (default: none).
-    Returns the dataset's manifest."""
+    :class:`~depinduce.data.preprocess.PreprocessOptions` (``depinduce.PreprocessOptions``: punctuation,
+    normalisation, length and vocabulary limits, ``force``, ``progress``: none by default); ``log`` takes the
+    summary lines the command prints on stderr (default: none).  Returns the dataset's manifest."""
     from depinduce.data import preprocess as steps
     from depinduce.data.ud import parse_train_on
 
@@ -82,8 +38,8 @@ def preprocess(kind: str, out: str | PathLike[str] | None = None, *, options: An
     for name in ("treebank", "inputs"):  # one path is a list of one
         if isinstance(inputs.get(name), (str, PathLike)):
             inputs[name] = (os.fspath(inputs[name]),)
-    if isinstance(inputs.get("train_on"), str):
-        inputs["train_on"] = parse_train_on(inputs["train_on"])
+    if "train_on" in inputs and (inputs["train_on"] is None or isinstance(inputs["train_on"], str)):
+        inputs["train_on"] = parse_train_on(inputs["train_on"])  # None: no evaluation split joins training
     if not out:  # None, or the command line's empty --out
         out = steps.default_output(kind, treebank=inputs.get("treebank", ()), inputs=inputs.get("inputs", ()),
                                    nltk_corpus=inputs.get("nltk_corpus"))

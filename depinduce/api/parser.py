@@ -2,8 +2,8 @@
 
 The model is chosen and loaded as ``parse`` chooses it (:func:`depinduce.models.bundled.default_model_choice`,
 :func:`depinduce.models.registry.load_model`), text is tokenised by the same function as a line of a text file
-(:func:`depinduce.parsing.text_sentence`), CoNLL-U sentences go through the same reader, and the sentences are
-parsed by :func:`depinduce.parsing.parse` in the same batches — so the output is the CLI's, byte for byte.
+(:func:`depinduce.pipeline.text_sentence`), CoNLL-U sentences go through the same reader, and the sentences are
+parsed by :func:`depinduce.pipeline.parse` in the same batches — so the output is the CLI's, byte for byte.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from tqdm import tqdm
 
 from depinduce.structures.sentence import Sentence
 from depinduce.errors import InputError, UsageError
-from depinduce.io import read_sentences
 from depinduce.io.conllu_format import parse_conllu_text
 from depinduce.io.initial_graphs import InitialGraph, initial_graph, read_initial_parse
 from depinduce.io.lines import display_name
@@ -36,16 +35,18 @@ from depinduce.api.words import python_words
 from depinduce.api.results import ParsedSentence, Predictions, Token, write
 from depinduce.api.scoring import Evaluation, corpus_sentences, evaluate
 from depinduce.training.outcome import RunOutcome, run_outcome
-from depinduce.parsing import (
+from depinduce.pipeline import (
     DEFAULT_MAX_WORDS,
     ParseRequest,
+    check_input,
     check_probs,
     check_refines,
     check_request,
-    check_whole_sentence_input,
-    needs_conllu_message,
+    check_text_input,
+    describe_blank_lines,
     parse,
-    read_text,
+    parse_default,
+    read_input,
     text_sentence,
 )
 
@@ -95,8 +96,18 @@ class Parser:
 
     @property
     def default_decoder(self) -> str:
-        """The decoder used when ``parse`` is given none: the run's own, else mst (as on the command line)."""
-        return self.backend.default_decoder
+        """The decoder used when ``parse`` is given none (as on the command line): the run's own, else mst — and
+        mst too when the run's own does not always give a tree (an argmax; :meth:`decoder_note` says so)."""
+        return parse_default(self.backend)[0]
+
+    def decoder_note(self, fmt: str = _EVERYTHING) -> str | None:
+        """What ``depinduce parse --format FMT`` says on stderr, once, when it does not decode with the run's own
+        decoder because that one does not always give a tree: which decoder the run's scores (and, for a paper
+        recipe, the paper's figures) come from, and the ``--decoder`` that asks for it.  None otherwise, and for
+        a format that shows no heads (brackets of a model with its own constituency trees)."""
+        if not ParseRequest(fmt=fmt).wants_heads(self.backend):
+            return None
+        return parse_default(self.backend)[1]
 
     def __repr__(self) -> str:
         return f"<depinduce.Parser model={self.name!r} decoder={self.default_decoder!r}>"
@@ -185,13 +196,8 @@ class Parser:
         check_input_options(input_format, tokenized)
         name = display_name(path)
         request = self._request(decoder, batch_size, max_words, name, fmt, init, probs)
-        if self.backend.capabilities.whole_sentences and input_format != "conllu":
-            raise UsageError(needs_conllu_message(self.backend))
-        if input_format == "text":
-            sentences = read_text(os.fspath(path), pretokenized=tokenized, on_blank=on_blank)
-        else:
-            sentences = read_sentences(path, fmt="conllu")
-        check_whole_sentence_input(self.backend, sentences, name)
+        sentences = read_input(path, self.backend, input_format=input_format, pretokenized=tokenized,
+                               on_blank=on_blank)
         graphs = _initial_graph_source(init)
         initial = None if graphs is None else _initial_graphs(graphs, sentences, name)
         return (ParsedSentence(sentence, ordinal) for ordinal, sentence in
@@ -206,7 +212,7 @@ class Parser:
             raise UsageError(f"batch_size must be at least 1, not {batch_size}")
         if init is not None:
             check_refines(self.backend)
-        request = ParseRequest(fmt=fmt, decoder=decoder or self.backend.default_decoder, batch_size=batch_size,
+        request = ParseRequest(fmt=fmt, decoder=decoder or self.default_decoder, batch_size=batch_size,
                                max_words=max_words, source=source, probs=probs)
         try:
             check_request(self.backend, replace(request, probs=False))
@@ -222,7 +228,7 @@ class Parser:
 
     def _stream(self, items: Iterable[SentenceInput], request: ParseRequest, *, tokenized: bool, progress: bool,
                 graphs: str | PathLike[str] | Iterable[Any] | None) -> Iterator[ParsedSentence]:
-        # batches of exactly request.batch_size, as parsing.parse cuts a whole file: the same batches, the same
+        # batches of exactly request.batch_size, as pipeline.parse cuts a whole file: the same batches, the same
         # padding, the same numbers as the command line
         sentences = (self._sentence(item, number, tokenized) for number, item in enumerate(items, start=1))
         read: Iterator[InitialGraph] | None = None  # graphs from a file, checked against the whole input
@@ -237,7 +243,7 @@ class Parser:
         # one bar for the whole stream (its length is unknown), on stderr like the CLI's
         with tqdm(unit="sent", file=sys.stderr, disable=None if progress else True, leave=False) as bar:
             while batch := list(islice(sentences, request.batch_size)):
-                check_whole_sentence_input(self.backend, batch, _INPUT)
+                check_input(self.backend, batch, _INPUT)
                 init = None
                 if read is not None:
                     init = list(islice(read, len(batch)))
@@ -253,7 +259,6 @@ class Parser:
 
     def _sentence(self, item: Any, number: int, tokenized: bool) -> Sentence:
         """One input item as the pipeline's sentence record, read as the CLI reads its kind of input."""
-        whole = self.backend.capabilities.whole_sentences
         if isinstance(item, Sentence):
             return copy.deepcopy(checked_record(item, _INPUT, number))  # parsing fills heads in place: leave the caller's (gold) sentence alone
         if isinstance(item, conllu.models.TokenList):
@@ -261,8 +266,7 @@ class Parser:
             if len(read) != 1:
                 raise UsageError(f"{_INPUT}: item {number} holds {len(read)} CoNLL-U sentences, not one")
             return read[0]
-        if whole:
-            raise UsageError(needs_conllu_message(self.backend))
+        check_text_input(self.backend, "text")  # a string or a list of tokens is text
         if isinstance(item, str):
             line = item.strip()
             if not line:
@@ -295,6 +299,12 @@ def sentence_items(inputs: Any, tokenized: bool | None, parameter: str) -> Itera
         if tokenized:
             return [list(inputs)]
     return inputs
+
+
+def blank_lines_warning(path: str | PathLike[str], lines: list[int]) -> str:
+    """The one-line warning ``parse`` gives for the blank lines of a text file (``on_blank`` of
+    :meth:`Parser.parse_file`)."""
+    return describe_blank_lines(display_name(path), lines)
 
 
 def check_input_options(input_format: str, tokenized: bool) -> None:

@@ -22,7 +22,7 @@ from depinduce.io import write_sentences
 from depinduce.io.brackets import tree_to_brackets
 from depinduce.io.jsonl import sentence_to_json
 from depinduce.io.outputs import written_file
-from depinduce.parsing import PICTURE_FORMATS
+from depinduce.pipeline import PICTURE_FORMATS
 from depinduce.pictures.figures import sentence_svg, write_html, write_svg
 from depinduce.structures.sentence import Sentence
 from depinduce.structures.spans import display_tree

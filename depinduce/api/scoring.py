@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from os import PathLike
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from depinduce.structures.sentence import Sentence
 from depinduce.api.checks import checked_record
@@ -17,7 +17,10 @@ from depinduce.errors import UsageError
 from depinduce.io import read_sentences
 from depinduce.metrics import EvalResult
 from depinduce.metrics import evaluate as score
-from depinduce.metrics.report import report_text
+from depinduce.metrics.report import render_table, report_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # A file (any format ``eval`` reads, detected) or sentences: depinduce Sentences, or what Parser.parse yields.
 Corpus = Union[str, PathLike, Iterable[Any]]
@@ -55,6 +58,10 @@ class Evaluation:
         """The tables and protocol text ``depinduce eval [--by-length]`` prints when its output is not a
         terminal."""
         return report_text(self.result, by_length=by_length)
+
+    def render(self, console: Console, *, by_length: bool = False) -> None:
+        """Print the tables and protocol to ``console``: ``depinduce eval``'s output, which calls this."""
+        render_table(self.result, console, by_length=by_length)
 
     def __str__(self) -> str:
         return self.report()

@@ -14,6 +14,7 @@ stops every seed cleanly (checkpointed) and starts no new one, a second interrup
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import selectors
@@ -22,19 +23,81 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
 import click
 
-from depinduce.api.training import STOP_EXIT_CODES, SeedRun, _setting, resume_hint
-from depinduce.errors import DepinduceError, ResourceError
+from depinduce.errors import DepinduceError, RecipeError, ResourceError
 from depinduce.training.signals import stop_signals_handled
 from depinduce.data.run_files import read_manifest, read_metrics
 
+Pathish = str | PathLike[str] | None
+STOP_EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}  # 128 + the signal's number, as a shell reports a kill
+
+
+@dataclass(frozen=True)
+class TrainCall:
+    """What one training call was given (:func:`depinduce.api.train`'s arguments; None or empty: not passed):
+    what a seed's run is started with, in this process or as a ``depinduce train`` command of its own."""
+
+    model: str | None = None
+    data: Pathish = None
+    out: Pathish = None
+    recipe: Pathish = None
+    settings: tuple[str, ...] = ()  # --set KEY=VALUE strings
+    device: str = "auto"
+    threads: int | None = None
+    seed: int | None = None
+    resume: bool = False
+    max_time: float | None = None  # checked (depinduce.training.budgets.checked_budgets)
+    max_tokens: int | None = None
+    init_train: Pathish = None
+    init_dev: Pathish = None
+    warm_start: Pathish = None
+    encoder_path: Pathish = None
+    quiet: bool = False
+    force: bool = False
+    seed_group: tuple[int, ...] | None = None  # the --seeds this one-seed run belongs to
+    recipe_values: Mapping[str, Any] = field(default_factory=dict)  # further recipe values (**overrides)
+
+
+@dataclass(frozen=True)
+class SeedRun:
+    """One seed of a multi-seed call: its run directory and the call that trains it (None: a resume found it
+    finished)."""
+
+    seed: int
+    run: Path
+    call: TrainCall | None
+
+
+def setting_strings(key: str, value: Any) -> list[str]:
+    """A keyword override as the ``--set`` strings the recipe resolver reads (a mapping: one per nested key)."""
+    if isinstance(value, Mapping):
+        if key not in ("train", "model_config"):
+            raise RecipeError(f"{key}: only 'train' and 'model_config' take a mapping of recipe values")
+        return [item for name, inner in value.items() for item in setting_strings(f"{key}.{name}", inner)]
+    # strings stay raw (a string field keeps the text); anything else as JSON, which YAML reads back unchanged
+    return [f"{key}={value if isinstance(value, str) else json.dumps(value)}"]
+
+
+def resume_hint(parent: Path, seeds: list[int], stopped: list[int], unstarted: list[int]) -> str:
+    """The line a multi-seed call ends with when stopped on request: what stopped, and the command resuming it."""
+    parts = [f"seed{'s' if len(stopped) > 1 else ''} {', '.join(map(str, stopped))} stopped cleanly "
+             "(checkpointed)"] if stopped else []
+    if unstarted:
+        parts.append(f"seed{'s' if len(unstarted) > 1 else ''} {', '.join(map(str, unstarted))} not started")
+    what = "stopped on request: " + ", ".join(parts)
+    return (f"{what}; continue all with `depinduce train --resume --out {parent} "
+            f"--seeds {','.join(map(str, seeds))}`")
+
+
+# a call's values and the options that give them, in the order a child's command line has them
 _FLAGS = {"model": "--model", "data": "--data", "recipe": "--recipe", "seed": "--seed", "max_time": "--max-time",
           "max_tokens": "--max-tokens", "init_train": "--init-train", "init_dev": "--init-dev",
           "warm_start": "--warm-start", "encoder_path": "--encoder-path"}
@@ -45,28 +108,24 @@ REFRESH_TTY = 0.5  # seconds between redraws of the status line on a terminal
 REFRESH_LOG = 30.0  # between status lines in a log, as the progress bar does
 
 
-def child_command(call: dict[str, Any], device: str, threads: int | None) -> list[str]:
-    """The ``depinduce train`` command line that makes the run of ``call`` (a :class:`SeedRun`'s arguments)."""
-    call = dict(call)
-    args = [sys.executable, "-m", "depinduce", "train", "--out", str(call.pop("out")), "--device", device]
+def child_command(call: TrainCall, device: str, threads: int | None) -> list[str]:
+    """The ``depinduce train`` command line that makes the run of ``call`` (on the job's device and threads)."""
+    args = [sys.executable, "-m", "depinduce", "train", "--out", str(call.out), "--device", device]
     for key, flag in _FLAGS.items():
-        value = call.pop(key, None)
+        value = getattr(call, key)
         if value is not None:
             args += [flag, str(value)]
     for key in ("resume", "force", "quiet"):
-        if call.pop(key, False):
+        if getattr(call, key):
             args.append(f"--{key}")
-    call.pop("device", None)
-    call.pop("threads", None)
-    group = call.pop("seed_group", None)
-    if group is not None:
-        args += ["--seed-group", ",".join(map(str, group))]
+    if call.seed_group is not None:
+        args += ["--seed-group", ",".join(map(str, call.seed_group))]
     if threads is not None:
         args += ["--threads", str(threads)]
-    for item in call.pop("settings", ()):
+    for item in call.settings:
         args += ["--set", item]
-    for key, value in call.items():
-        for item in _setting(key, value):
+    for key, value in call.recipe_values.items():
+        for item in setting_strings(key, value):
             args += ["--set", item]
     return args
 

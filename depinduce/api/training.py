@@ -12,39 +12,29 @@ after another: each is exactly the run ``train --seed K --out OUT/seed-K`` makes
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import replace
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from depinduce.api.checks import check_types
+from depinduce.api.seed_jobs import STOP_EXIT_CODES, SeedRun, TrainCall, resume_hint, setting_strings
 from depinduce.api.words import python_words
-from depinduce.errors import DepinduceError, NotFoundError, RecipeError, ResourceError, RunDirectoryError, UsageError
+from depinduce.training.budgets import parse_token_count
+from depinduce.errors import DepinduceError, NotFoundError, ResourceError, RunDirectoryError, UsageError
 from depinduce.data.run_files import read_manifest
 
 if TYPE_CHECKING:
-    from depinduce.training.engine import TrainResult
+    from depinduce.training.options import TrainResult
     from depinduce.training.run import RecordedSettings
 
 SEED_DIR = "seed-{seed}"  # a multi-seed run's per-seed folder under OUT
 _DONE = ("completed", "early_stop")  # how a run ends for good; a resume starts nothing more in it
-# train()'s own options, as _train_seeds receives them beside the recipe values (**overrides)
-_PASSED = frozenset({"settings", "device", "threads", "max_time", "max_tokens", "init_train", "init_dev",
-                     "warm_start", "encoder_path", "force", "seed_group"})
-
-
-def _setting(key: str, value: Any) -> list[str]:
-    """A keyword override as the ``--set`` strings the recipe resolver reads (a mapping: one per nested key)."""
-    if isinstance(value, Mapping):
-        if key not in ("train", "model_config"):
-            raise RecipeError(f"{key}: only 'train' and 'model_config' take a mapping of recipe values")
-        return [item for name, inner in value.items() for item in _setting(f"{key}.{name}", inner)]
-    # strings stay raw (a string field keeps the text); anything else as JSON, which YAML reads back unchanged
-    return [f"{key}={value if isinstance(value, str) else json.dumps(value)}"]
+__all__ = ["STOP_EXIT_CODES", "SEED_DIR", "SeedRun", "TrainCall", "parse_token_count", "recorded_seeds",
+           "resume_hint", "seed_list", "stop_exit_code", "train"]
 
 
 def _path(value: str | PathLike[str] | None) -> Path | None:
@@ -75,49 +65,43 @@ def train(model: str | None = None, data: str | PathLike[str] | None = None, out
     continues them all (with ``seeds``: those, e.g. one more).  ``seed_group``: the seeds a one-seed run belongs to
     (what ``--jobs`` tells each seed's process).
     """
+    from depinduce.training.budgets import checked_budgets
+
     paths = (str, PathLike, type(None))
     check_types(model=(model, (str, type(None))), data=(data, paths), out=(out, paths), recipe=(recipe, paths),
                 device=(device, (str,)), init_train=(init_train, paths), init_dev=(init_dev, paths),
                 warm_start=(warm_start, paths), encoder_path=(encoder_path, paths))
     if isinstance(settings, str) or not all(isinstance(item, str) for item in settings):
         raise UsageError("settings: expected a list of 'KEY=VALUE' strings, e.g. settings=['lr=0.001']")
+    budgets = checked_budgets(max_time, max_tokens)  # the one check, for the command line and Python alike
+    call = TrainCall(model=model, data=data, out=out, recipe=recipe, settings=tuple(settings), device=device,
+                     threads=threads, seed=seed, resume=resume, max_time=budgets.max_time,
+                     max_tokens=budgets.max_tokens, init_train=init_train, init_dev=init_dev, warm_start=warm_start,
+                     encoder_path=encoder_path, quiet=quiet, force=force,
+                     seed_group=tuple(seed_group) if seed_group is not None else None, recipe_values=overrides)
     if seeds is None and resume and out is not None and not (Path(out) / "config.yaml").is_file():
         seeds = recorded_seeds(Path(out))  # OUT holds the seed-K runs of one --seeds call: all of them
     if seeds is not None:
         if seed is not None:
             raise UsageError("--seeds and --seed exclude each other: give the seeds as --seeds 0,1,2 (or --seeds N "
                              "for seeds 0..N-1)")
-        return _train_seeds(model, data, out, recipe, seed_list(seeds), settings=settings, device=device,
-                            threads=threads, resume=resume, max_time=max_time, max_tokens=max_tokens,
-                            init_train=init_train,
-                            init_dev=init_dev, warm_start=warm_start, encoder_path=encoder_path, quiet=quiet,
-                            force=force, jobs=jobs, **overrides)
+        return _train_seeds(call, seed_list(seeds), jobs=jobs)
     if jobs is not None:
         raise UsageError("--jobs runs several seeds at once: give the seeds with --seeds (0,1,2,3 or a count)")
-    return _train_one(model, data, out, recipe, settings=settings, device=device, threads=threads, seed=seed,
-                      resume=resume, max_time=max_time, max_tokens=max_tokens, init_train=init_train,
-                      init_dev=init_dev, warm_start=warm_start, encoder_path=encoder_path, quiet=quiet, force=force,
-                      seed_group=seed_group, **overrides).run_dir
+    return _train_one(call).run_dir
 
 
-def _train_one(model: str | None, data: str | PathLike[str] | None, out: str | PathLike[str] | None,
-               recipe: str | PathLike[str] | None, *, settings: Sequence[str] = (), device: str = "auto",
-               threads: int | None = None, seed: int | None = None, resume: bool = False,
-               max_time: float | None = None, max_tokens: int | str | None = None,
-               init_train: str | PathLike[str] | None = None, init_dev: str | PathLike[str] | None = None,
-               warm_start: str | PathLike[str] | None = None, encoder_path: str | PathLike[str] | None = None,
-               quiet: bool = False, force: bool = False, seed_group: Sequence[int] | None = None,
-               **overrides: Any) -> TrainResult:
+def _train_one(call: TrainCall) -> TrainResult:
     """One run through the engine; its result (how it ended matters to a multi-seed call)."""
-    from depinduce.training.engine import TrainOptions
     from depinduce.training.engine import train as run_training
+    from depinduce.training.options import TrainOptions
 
-    items = list(settings)
-    for key, value in overrides.items():
-        items.extend(_setting(key, value))
+    items = list(call.settings)
+    for key, value in call.recipe_values.items():
+        items.extend(setting_strings(key, value))
     # recorded in config.yaml as absolute paths, so a run says what it read
-    for key, path in (("train.init_train", init_train), ("train.init_dev", init_dev),
-                      ("train.warm_start", warm_start), ("model_config.encoder_path", encoder_path)):
+    for key, path in (("train.init_train", call.init_train), ("train.init_dev", call.init_dev),
+                      ("train.warm_start", call.warm_start), ("model_config.encoder_path", call.encoder_path)):
         if path is not None:
             checked = Path(path)
             wanted_dir = key in ("train.warm_start", "model_config.encoder_path")
@@ -125,10 +109,10 @@ def _train_one(model: str | None, data: str | PathLike[str] | None, out: str | P
                 raise NotFoundError(f"{path}: no such {'folder' if wanted_dir else 'file'}")
             items.append(f"{key}={checked.resolve()}")
     options = TrainOptions(
-        data_dir=_path(data), run_dir=_path(out), model=model, recipe=_path(recipe), overrides=tuple(items),
-        device=device, threads=threads, seed=seed, resume=resume, max_time=max_time,
-        max_tokens=parse_token_count(max_tokens), quiet=quiet, force=force,
-        seeds=tuple(seed_group) if seed_group is not None else None,
+        data_dir=_path(call.data), run_dir=_path(call.out), model=call.model, recipe=_path(call.recipe),
+        overrides=tuple(items), device=call.device, threads=call.threads, seed=call.seed, resume=call.resume,
+        max_time=call.max_time, max_tokens=call.max_tokens, quiet=call.quiet, force=call.force,
+        seeds=call.seed_group,
     )
     from depinduce.training import distributed
 
@@ -139,27 +123,7 @@ def _train_one(model: str | None, data: str | PathLike[str] | None, out: str | P
         if lost is None:
             raise
         raise ResourceError(f"rank {distributed.launched_rank()}: lost the other ranks ({lost}); one died or was "
-                            f"stopped — `--resume --out {out}` continues from the last checkpoint") from None
-
-
-_SCALE = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
-
-
-def parse_token_count(value: int | str | None) -> int | None:
-    """``--max-tokens``: an integer, or a number with a k/M/G suffix (``2.5M`` = 2,500,000)."""
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        if isinstance(value, int) and value < 1:
-            raise UsageError(f"--max-tokens {value}: give a positive number of training tokens")
-        return value
-    text = str(value).strip().replace(",", "").replace("_", "")
-    suffix = text[-1:].lower() if text[-1:].isalpha() else ""
-    try:
-        number = float(text[: len(text) - len(suffix)]) * _SCALE[suffix]
-    except (ValueError, KeyError):
-        number = float("nan")
-    if not (number >= 1 and number == number and number != float("inf")):
-        raise UsageError(f"--max-tokens {value!r}: give a positive number of training tokens (2500000, 2.5M, 500k)")
-    return int(round(number))
+                            f"stopped — `--resume --out {call.out}` continues from the last checkpoint") from None
 
 
 def seed_list(seeds: int | str | Sequence[int]) -> list[int]:
@@ -239,16 +203,14 @@ def recorded_seeds(parent: Path) -> list[int] | None:
     return seeds or None
 
 
-def _changes_settings(recipe: str | PathLike[str] | None, options: Mapping[str, Any]) -> bool:
+def _changes_settings(call: TrainCall) -> bool:
     """Whether the call sets anything a run's config.yaml holds (which a resume may not change)."""
-    paths = ("init_train", "init_dev", "warm_start", "encoder_path")
-    return (recipe is not None or bool(options["settings"]) or any(options.get(key) is not None for key in paths)
-            or bool(set(options) - _PASSED))
+    paths = (call.init_train, call.init_dev, call.warm_start, call.encoder_path)
+    return (call.recipe is not None or bool(call.settings) or any(path is not None for path in paths)
+            or bool(call.recipe_values))
 
 
-def _train_seeds(model: str | None, data: str | PathLike[str] | None, out: str | PathLike[str] | None,
-                 recipe: str | PathLike[str] | None, seeds: list[int], *, resume: bool, quiet: bool,
-                 jobs: int | None, **options: Any) -> list[Path]:
+def _train_seeds(call: TrainCall, seeds: list[int], *, jobs: int | None) -> list[Path]:
     """One run per seed in ``OUT/seed-K``, each exactly as a one-seed call makes it: one after another in this
     process (under torchrun, every rank in one process group), or ``jobs`` at once in processes of their own."""
     import click
@@ -260,78 +222,63 @@ def _train_seeds(model: str | None, data: str | PathLike[str] | None, out: str |
     if jobs is not None and jobs > 1 and distributed.under_torchrun():
         raise UsageError("--jobs starts its own processes; under torchrun the ranks already share each run — "
                          "use one or the other")
-    if resume and _changes_settings(recipe, options):
+    if call.resume and _changes_settings(call):
         raise UsageError("--resume continues each run with its own config.yaml; --recipe, --set and recipe "
                          "values cannot change it")
-    parent = _parent_dir(model, recipe, out, resume)
-    quiet = quiet or distributed.launched_rank() != 0  # rank 0 alone says what the runs do
+    parent = _parent_dir(call.model, call.recipe, call.out, call.resume)
+    quiet = call.quiet or distributed.launched_rank() != 0  # rank 0 alone says what the runs do
     say = (lambda line: None) if quiet else (lambda line: click.echo(line, err=True))
-    plan = _seed_plan(model, data, parent, recipe, seeds, resume=resume, quiet=quiet, options=options)
+    plan = _seed_plan(replace(call, quiet=quiet), parent, seeds)
     if jobs is not None and jobs > 1:
         from depinduce.api.seed_jobs import run_seed_jobs
 
-        return run_seed_jobs(plan, jobs, parent=parent, device=options["device"], threads=options["threads"],
-                             quiet=quiet)
+        return run_seed_jobs(plan, jobs, parent=parent, device=call.device, threads=call.threads, quiet=quiet)
     done: list[Path] = []
-    with distributed.session(options["device"]) if distributed.under_torchrun() else nullcontext():
+    with distributed.session(call.device) if distributed.under_torchrun() else nullcontext():
         for number, item in enumerate(plan, start=1):
             say(f"seed {item.seed} ({number} of {len(plan)}): {item.run}")
             done.append(item.run)
             if item.call is None:
                 say(f"{item.run}: already finished; skipped")
                 continue
-            if _train_one(**item.call).reason == "signal":
+            if _train_one(item.call).reason == "signal":
                 say(resume_hint(parent, seeds, [item.seed], [later.seed for later in plan[number:]]))
                 break
     return done
 
 
-@dataclass(frozen=True)
-class SeedRun:
-    """One seed of a multi-seed call: its run directory and the :func:`_train_one` arguments that train it
-    (None: a resume found it finished)."""
-
-    seed: int
-    run: Path
-    call: dict[str, Any] | None
-
-
-def _seed_plan(model: str | None, data: str | PathLike[str] | None, parent: Path,
-               recipe: str | PathLike[str] | None, seeds: list[int], *, resume: bool, quiet: bool,
-               options: Mapping[str, Any]) -> list[SeedRun]:
+def _seed_plan(call: TrainCall, parent: Path, seeds: list[int]) -> list[SeedRun]:
     """What each seed's run does: start, resume, start from a sibling's config (never started), or nothing."""
     runs = [parent / SEED_DIR.format(seed=seed) for seed in seeds]
     sibling = next((run / "config.yaml" for run in runs if (run / "config.yaml").is_file()), None)
-    if resume and sibling is None:
+    if call.resume and sibling is None:
         raise RunDirectoryError(f"{parent}: holds none of the runs {', '.join(r.name for r in runs)}; nothing to "
                                 "resume (start them without --resume)")
-    common = {"model": model, "data": data, "quiet": quiet, "device": options["device"],
-              "threads": options["threads"], "max_time": options["max_time"], "max_tokens": options["max_tokens"],
-              "seed_group": seeds}
-    fresh = dict(common)  # a seed never started joins the others: their data folder and budgets, unless given
-    if resume:
+    group = tuple(seeds)
+    # a resume passes on only what a resume may: the budgets, the device and threads, the data folder
+    common = TrainCall(model=call.model, data=call.data, quiet=call.quiet, device=call.device,
+                       threads=call.threads, max_time=call.max_time, max_tokens=call.max_tokens, seed_group=group)
+    fresh = common  # a seed never started joins the others: their data folder and budgets, unless given
+    if call.resume:
         started = next((told for run in runs if (run / "manifest.json").exists()
                         and (told := _settings(run)) is not None), None)
         if started is not None:
-            fresh["data"] = data if data is not None else started.data_dir
-            for key in ("max_time", "max_tokens"):
-                fresh[key] = options[key] if options[key] is not None else getattr(started, key)
+            fresh = replace(common, data=call.data if call.data is not None else started.data_dir,
+                            max_time=call.max_time if call.max_time is not None else started.max_time,
+                            max_tokens=call.max_tokens if call.max_tokens is not None else started.max_tokens)
     plan = []
     for seed, run in zip(seeds, runs):
-        if resume and _ended_for_good(run):
-            call = None
-        elif resume and (run / "config.yaml").is_file():
-            call = {**common, "out": run, "recipe": None, "resume": True}
-        elif resume:  # never started: the same settings as its siblings, its own seed
-            call = {**fresh, "out": run, "recipe": sibling, "seed": seed}
+        one: TrainCall | None
+        if call.resume and _ended_for_good(run):
+            one = None
+        elif call.resume and (run / "config.yaml").is_file():
+            one = replace(common, out=run, recipe=None, resume=True)
+        elif call.resume:  # never started: the same settings as its siblings, its own seed
+            one = replace(fresh, out=run, recipe=sibling, seed=seed)
         else:
-            call = {**options, "model": model, "data": data, "quiet": quiet, "out": run, "recipe": recipe,
-                    "seed": seed, "seed_group": seeds}
-        plan.append(SeedRun(seed, run, call))
+            one = replace(call, out=run, seed=seed, seed_group=group)
+        plan.append(SeedRun(seed, run, one))
     return plan
-
-
-STOP_EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}  # 128 + the signal's number, as a shell reports a kill
 
 
 def stop_exit_code(runs: Sequence[Path]) -> int:
@@ -346,14 +293,3 @@ def stop_exit_code(runs: Sequence[Path]) -> int:
         if outcome.get("reason") == "signal":
             return STOP_EXIT_CODES.get(outcome.get("signal") or "", 1)
     return 0
-
-
-def resume_hint(parent: Path, seeds: list[int], stopped: list[int], unstarted: list[int]) -> str:
-    """The line a multi-seed call ends with when stopped on request: what stopped, and the command resuming it."""
-    parts = [f"seed{'s' if len(stopped) > 1 else ''} {', '.join(map(str, stopped))} stopped cleanly "
-             "(checkpointed)"] if stopped else []
-    if unstarted:
-        parts.append(f"seed{'s' if len(unstarted) > 1 else ''} {', '.join(map(str, unstarted))} not started")
-    what = "stopped on request: " + ", ".join(parts)
-    return (f"{what}; continue all with `depinduce train --resume --out {parent} "
-            f"--seeds {','.join(map(str, seeds))}`")

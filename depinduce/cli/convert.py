@@ -9,8 +9,7 @@ import sys
 
 import click
 
-from depinduce.data.headrules import HEAD_RULES
-from depinduce.io import INPUT_FORMATS
+from depinduce.api.choices import HEAD_RULE_NAMES, INPUT_FORMATS
 
 
 @click.command("convert")
@@ -18,7 +17,7 @@ from depinduce.io import INPUT_FORMATS
 @click.option("--from", "from_format", type=click.Choice(INPUT_FORMATS), default="auto", show_default=True,
               help="Input format: CoNLL-U, CoNLL-X, word/tag/head columns or labelled PTB trees (detected by "
                    "default, as eval detects it).")
-@click.option("--head-rules", type=click.Choice(tuple(HEAD_RULES)), default="penn2malt", show_default=True,
+@click.option("--head-rules", type=click.Choice(HEAD_RULE_NAMES), default="penn2malt", show_default=True,
               help="Head rules that turn PTB trees into dependencies (as preprocess ptb --head-rules).")
 def convert_command(path: str, from_format: str, head_rules: str) -> None:
     """Write the gold trees of FILE as MaltEval-safe CoNLL-U to stdout: syntactic words only, ten columns, integer

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import click
 
-from depinduce.models.registry import declared_decoders
-from depinduce.structures.decoder_names import DECODERS
+from depinduce.api.choices import DECODERS, declared_decoders
 
 
 class DecoderOption(click.Option):
     """A ``--decoder NAME`` option whose help ends with each backend's own decoders, read when help is printed
     from the registry's light metadata (``depinduce.decoders``), never from the backends, whose import (torch)
     would make help take seconds.  A backend that declares no metadata is not listed; the name is checked
-    against the loaded model (``parsing.check_request``), which knows which decoders apply."""
+    against the loaded model (``pipeline.check_request``), which knows which decoders apply."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("metavar", "NAME")

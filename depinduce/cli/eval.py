@@ -23,11 +23,10 @@ def eval_command(gold_path: str, pred_path: str, keep_punct: bool, punct_rule: s
     """Score PRED against GOLD: DDA/UAS, UDA/UUAS, LAS, root accuracy, well-formedness, UF1."""
     # imported here, not above: `depinduce --help` imports every command module
     from depinduce.api.scoring import evaluate
-    from depinduce.metrics import render_table
 
     # the one implementation, shared with the Python API (depinduce.evaluate); only the printing is here
     evaluation = evaluate(gold_path, pred_path, keep_punct=keep_punct, max_length=max_length, punct_rule=punct_rule)
     if as_json:
         click.echo(evaluation.to_json())
     else:
-        render_table(evaluation.result, stdout_console(), by_length=by_length)
+        evaluation.render(stdout_console(), by_length=by_length)

@@ -12,11 +12,9 @@ from typing import TypeVar
 
 import click
 
+from depinduce.api.choices import DEFAULT_MAX_WORDS, OUTPUT_FORMATS
 from depinduce.cli.decoders import DecoderOption
 from depinduce.errors import UsageError
-from depinduce.io.lines import display_name
-from depinduce.io.parse_defaults import DEFAULT_MAX_WORDS, OUTPUT_FORMATS
-from depinduce.models.bundled import default_model_choice
 
 T = TypeVar("T")
 
@@ -38,7 +36,8 @@ T = TypeVar("T")
 @click.option("--decoder", cls=DecoderOption, default=None,
               help="Dependency decoder: single-root maximum spanning tree (mst), projective Eisner, per-word "
                    "argmax, or the model's authors' own decoder (only for that backend; `depinduce models` lists "
-                   "them). Default: the run's own (its train.decoder, the bundled model's card), else mst.")
+                   "them). Default: the run's own (its train.decoder, the bundled model's card), else mst; mst "
+                   "too when the run's own does not always give a tree (an argmax: stderr then names it).")
 @click.option("--input-format", type=click.Choice(("text", "conllu")), default="text", show_default=True,
               help="Plain text (one sentence per line) or CoNLL-U (tokens and columns kept; HEAD/DEPREL filled).")
 @click.option("--tokenized", is_flag=True, help="Text input is already tokenised: split on whitespace only.")
@@ -74,8 +73,7 @@ def parse_command(model: str | None, input_path: str, fmt: str, full_ud: bool, d
                   init: str | None, iterations: int | None, max_words: int, probs: bool, quiet: bool) -> None:
     """Parse INPUT (default: stdin) with a model; trees go to stdout, progress to stderr."""
     # imported here, not above: `depinduce parse --help` must not wait for torch
-    from depinduce.api.parser import check_input_options, load, write
-    from depinduce.parsing import describe_blank_lines
+    from depinduce.api.parser import blank_lines_warning, check_input_options, default_model_choice, load, write
 
     check_input_options(input_format, tokenized)
     if full_ud and fmt != "conllu":
@@ -87,14 +85,15 @@ def parse_command(model: str | None, input_path: str, fmt: str, full_ud: bool, d
         click.echo(choice.reason, err=True)
         model = choice.target
     parser = load(model, device=device, seed=seed, channel=channel, iterations=iterations)
-    label = display_name(input_path)
     parsed = parser.parse_file(input_path, input_format=input_format, decoder=decoder, batch_size=batch_size,
                                tokenized=tokenized, max_words=max_words, progress=not quiet, init=init, fmt=fmt,
                                probs=probs,
-                               on_blank=lambda lines: click.echo(describe_blank_lines(label, lines), err=True))
-    # a training run: how it ended, its dev score, a warning below right-branching — said once the first batch
-    # is parsed, so a mistake in the options or the input stays the only line
-    parsed = _after_first(parsed, lambda: [click.echo(note, err=True) for note in parser.notes])
+                               on_blank=lambda lines: click.echo(blank_lines_warning(input_path, lines), err=True))
+    # a training run: how it ended, its dev score, a warning below right-branching, and the decoder its scores
+    # come from when parse writes trees with another — said once the first batch is parsed, so a mistake in the
+    # options or the input stays the only line
+    said = [note] if decoder is None and (note := parser.decoder_note(fmt)) else []
+    parsed = _after_first(parsed, lambda: [click.echo(note, err=True) for note in [*parser.notes, *said]])
     write(parsed, sys.stdout, "conllu-ud" if full_ud else fmt)
 
 

@@ -1,5 +1,5 @@
 """``depinduce preprocess ptb|ud|text``: options in, :func:`depinduce.preprocess` out (see
-:mod:`depinduce.data.preprocess`).
+:func:`depinduce.api.commands.preprocess`).
 
 Errors are not caught here: a :class:`~depinduce.errors.DepinduceError` propagates to the main CLI, which prints
 it as one line and exits with code 2.  Progress and the summary go to stderr; stdout stays quiet.
@@ -12,13 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from depinduce.data.headrules import HEAD_RULES
-from depinduce.data.normalize import Normalization
-from depinduce.data.text import NLTK_CORPORA
-from depinduce.data.ud import parse_train_on
+from depinduce.api.choices import HEAD_RULE_NAMES, NLTK_CORPORA
 
 if TYPE_CHECKING:
-    from depinduce.data.preprocess import PreprocessOptions
+    from depinduce.api import PreprocessOptions
 
 
 def _log(message: str) -> None:
@@ -64,7 +61,7 @@ def _common_options(extra_text: bool) -> Callable[[Callable[..., Any]], Callable
 def _options(kwargs: dict[str, Any]) -> tuple[PreprocessOptions, Callable[[str], None]]:
     """Turn the shared click options into library options and a logger."""
     # imported here, not above: `depinduce --help` must not wait for numpy and nltk
-    from depinduce.data.preprocess import PreprocessOptions
+    from depinduce.api import Normalization, PreprocessOptions
 
     quiet = kwargs.pop("quiet")
     options = PreprocessOptions(
@@ -99,7 +96,7 @@ def preprocess() -> None:
 @preprocess.command("ptb")
 @click.option("--ptb-dir", type=click.Path(file_okay=False), default=None,
               help="LDC Penn Treebank WSJ folder with sections 00-24 (default: NLTK's treebank sample).")
-@click.option("--head-rules", type=click.Choice(sorted(HEAD_RULES)), default="penn2malt", show_default=True,
+@click.option("--head-rules", type=click.Choice(sorted(HEAD_RULE_NAMES)), default="penn2malt", show_default=True,
               help="Head rules for the constituency-to-dependency conversion.")
 @click.option("--keep-function-tags", is_flag=True, help="Keep function tags (NP-SBJ) in the written .trees.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -132,9 +129,8 @@ def ud_command(out: str | None, treebank: tuple[str, ...], train_on: str | None,
 
     A treebank without a train split needs its training text named: --extra-text FILE and/or --train-on dev,test.
     """
-    splits = parse_train_on(train_on)
     options, log = _options(kwargs)
-    _run("ud", out, options, treebank=treebank, train_on=splits, pretokenized=pretokenized, log=log)
+    _run("ud", out, options, treebank=treebank, train_on=train_on, pretokenized=pretokenized, log=log)
 
 
 @preprocess.command("text")

@@ -1,7 +1,7 @@
 """``depinduce show``: draw a parsed file's trees, as text arcs in the terminal or as an HTML page.
 
-Thin: reading, comparing with a gold file and drawing are :mod:`depinduce.pictures.figures` and
-:mod:`depinduce.pictures.terminal`.
+Thin: reading, comparing with a gold file and drawing are :func:`depinduce.api.drawing.show_text` (text) and
+:func:`depinduce.api.drawing.show` (an HTML page, SVG files).
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ from __future__ import annotations
 import sys
 
 import click
-
-from depinduce.io.lines import display_name
 
 
 @click.command("show")
@@ -39,37 +37,26 @@ def show_command(path: str, gold_path: str | None, html_out: str | None, sentenc
     # imported here, not above: `depinduce --help` must not wait for numpy and nltk
     import shutil
 
+    from depinduce.api.drawing import show, show_text
     from depinduce.errors import UsageError
-    from depinduce.io.outputs import check_new_file, check_new_folder, written_file
-    from depinduce.pictures.figures import load_pictures, write_html, write_svg_files
-    from depinduce.pictures.terminal import sentences_text
 
     fmt = fmt or ("html" if html_out is not None else "text")
     if html_out is not None and fmt != "html":
         raise UsageError(f"--html writes an HTML page; it cannot go with --format {fmt}")
     if (fmt == "svg") != (out_dir is not None):
         raise UsageError("--format svg writes one file per sentence into --out-dir DIR; give both or neither")
-    if html_out not in (None, "-"):
-        check_new_file(html_out, force)  # before reading: a refusal costs nothing
-    if out_dir is not None:
-        check_new_folder(out_dir, force)
-    sentences, marks = load_pictures(path, gold_path, sentence)
     if fmt == "svg":
         assert out_dir is not None
-        written = write_svg_files(sentences, out_dir, marks, first=sentence or 1)
-        click.echo(f"{len(written)} SVG file(s) written to {out_dir}", err=True)
+        count = show(path, out_dir, fmt="svg", gold=gold_path, sentence=sentence, force=force)
+        click.echo(f"{count} SVG file(s) written to {out_dir}", err=True)
         return
     if fmt == "text":
         use_color = sys.stdout.isatty() if color is None else color
         if width is None and sys.stdout.isatty():
             width = shutil.get_terminal_size().columns
-        click.echo(sentences_text(sentences, marks, color=use_color, width=width or None), nl=False,
+        click.echo(show_text(path, gold=gold_path, sentence=sentence, color=use_color, width=width), nl=False,
                    color=use_color)
         return
     html_out = html_out or "-"
-    title = f"depinduce show {display_name(path)}" + (f" --gold {display_name(gold_path)}" if gold_path else "")
-    if html_out == "-":
-        write_html(sentences, sys.stdout, marks, title=title)
-        return
-    with written_file(html_out, force) as stream:
-        write_html(sentences, stream, marks, title=title)
+    show(path, sys.stdout if html_out == "-" else html_out, fmt="html", gold=gold_path, sentence=sentence,
+         force=force)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from depinduce.api.training import parse_token_count, stop_exit_code, train
+from depinduce.api.training import stop_exit_code, train
 
 
 def _seed_group(value: str | None) -> list[int] | None:
@@ -51,10 +51,10 @@ def _seed_group(value: str | None) -> list[int] | None:
 @click.option("--resume", is_flag=True,
               help="Continue the run in --out from its last.pt, with the data folder, budgets and seeds it "
                    "recorded (a budget given again replaces the recorded one).")
-@click.option("--max-time", type=click.FloatRange(min=0, min_open=True), default=None, metavar="MINUTES",
+@click.option("--max-time", type=float, default=None, metavar="MINUTES",
               help="Stop cleanly (evaluated and checkpointed) before this many minutes have passed "
                    "(default: the recipe's train.max_time, e.g. 30 for the CPU recipes).")
-@click.option("--max-tokens", default=None, metavar="N", callback=lambda ctx, param, value: parse_token_count(value),
+@click.option("--max-tokens", default=None, metavar="N",
               help="Stop cleanly (evaluated and checkpointed) once the run has read N training tokens (2500000, "
                    "2.5M, 500k), counted over the whole run, resumes included: the same budget on every machine. "
                    "Default: the recipe's train.max_tokens (none in the shipped recipes).")
@@ -73,12 +73,12 @@ def _seed_group(value: str | None) -> list[int] | None:
 @click.option("--force", is_flag=True, help="Start over in an existing run directory (its run files are replaced).")
 def train_command(model: str | None, data_dir: Path | None, run_dir: Path | None, recipe: str | None,
                   overrides: tuple[str, ...], device: str, threads: int | None, seed: int | None, seeds: str | None,
-                  jobs: int | None, seed_group: str | None, resume: bool, max_time: float | None, max_tokens: int | None,
+                  jobs: int | None, seed_group: str | None, resume: bool, max_time: float | None, max_tokens: str | None,
                   init_train: Path | None, init_dev: Path | None, warm_start: Path | None,
                   encoder_path: Path | None, quiet: bool, force: bool) -> None:
     """Train a neural backend on a preprocessed data folder.  A run stopped on request (Ctrl-C, SIGTERM) is
     checkpointed and exits 130 or 143, as a process killed by that signal would: it did not finish."""
-    # the one implementation, shared with the Python API (depinduce.train)
+    # the one implementation, shared with the Python API (depinduce.train), which checks the budgets
     runs = train(model, data_dir, run_dir, recipe, settings=overrides, device=device, threads=threads, seed=seed,
           resume=resume, max_time=max_time, max_tokens=max_tokens, init_train=init_train, init_dev=init_dev,
           warm_start=warm_start,

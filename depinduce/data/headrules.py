@@ -16,7 +16,7 @@ Two tables, selected by name (``--head-rules``):
 
 ``penn2malt``
     Yamada & Matsumoto (2003) as implemented by Penn2Malt, the convention of NLTK's ``dependency_treebank``.
-    The table in ``design/conversion.md`` was transcribed from secondary sources; this module follows the data.
+    The published table (``docs/head-rules.md``) was transcribed from secondary sources; this module follows the data.
     Measured on the 3,914 sentences of the NLTK sample (punctuation included) against ``dependency_treebank``,
     see ``tests/test_headrules.py``.  Deliberate differences from the design table:
 

@@ -1,5 +1,5 @@
 """What ``parse`` writes and how long a sentence it takes by default: plain constants, apart from the parsing
-pipeline (:mod:`depinduce.parsing`, which imports torch), so that ``depinduce parse --help`` shows them at once."""
+pipeline (:mod:`depinduce.pipeline`, which imports torch), so that ``depinduce parse --help`` shows them at once."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Score predicted sentences against gold ones under the protocol of design/evaluation.md.
+"""Score predicted sentences against gold ones under the protocol of docs/evaluation-protocol.md.
 
 This is the one place where gold and prediction meet: punctuation is decided by the gold tokens, removed on
 both sides with re-attachment, the token sequences are checked to be the same, and the pure metric functions
@@ -24,7 +24,7 @@ from depinduce.metrics.protocol import PUNCT_RULES, Protocol
 from depinduce.structures.dependency import reattach, subtree_spans, tree_problem
 from depinduce.structures.spans import labelled_spans, restrict_spans, scored_spans
 
-# (name, first length, last length or None for open-ended): the --by-length buckets of evaluation.md.
+# (name, first length, last length or None for open-ended): the --by-length buckets of docs/evaluation-protocol.md.
 LENGTH_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
     ("1-10", 1, 10),
     ("11-20", 11, 20),

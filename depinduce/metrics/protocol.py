@@ -14,7 +14,7 @@ from depinduce.data.punct import PTB_PUNCT_TAGS
 
 PUNCT_RULES: tuple[str, ...] = ("auto", "ptb", "ud", "shape")
 
-# evaluation.md's order, for display; any tag added to PTB_PUNCT_TAGS later is listed after these.
+# docs/evaluation-protocol.md's order, for display; any tag added to PTB_PUNCT_TAGS later is listed after these.
 _TAG_ORDER = (",", ".", ":", "``", "''", "-LRB-", "-RRB-", "#", "$", "-NONE-")
 _PTB_TAGS_TEXT = " ".join(
     sorted(PTB_PUNCT_TAGS, key=lambda t: (_TAG_ORDER.index(t) if t in _TAG_ORDER else len(_TAG_ORDER), t))

@@ -1,7 +1,10 @@
-"""The one contract every backend implements (see ../shared/design/architecture.md).
+"""The one contract every backend implements (see docs/architecture.md).
 
 A backend turns words into scores; decoding, punctuation handling, output formats and metrics are shared and live
-outside the backends, so every backend gets every decoder and format for free.
+outside the backends, so every backend gets every decoder and format for free.  What a backend is, it declares in
+types, not flags: the words it reads by its ``input_view`` (:mod:`depinduce.models.views`), the trees it gives by
+``induces``, and how it learns by the contract class of its objective (:mod:`depinduce.models.contracts`);
+:class:`Capabilities` is derived from the three, for ``depinduce models`` (docs/writing-a-backend.md).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import torch
 from depinduce.structures.sentence import Sentence
 from depinduce.errors import ModelError
 from depinduce.io.initial_graphs import InitialGraph
+from depinduce.models.views import InputView, VisibleWords, view_from_flags
 
 Objective = Literal["mlm", "lm", "supervised", "em", "likelihood", "none"]
 # Where ``parse --probs`` reads each word's head distribution (see :attr:`Backend.head_probs`).
@@ -24,8 +28,21 @@ HeadProbs = Literal["scores", "decoded", "none"]
 
 
 @dataclass(frozen=True)
+class Induces:
+    """Which trees a backend gives: heads (``dependency``), split distances or spans (``constituency``), or both."""
+
+    dependency: bool
+    constituency: bool
+
+
+@dataclass(frozen=True)
 class Capabilities:
-    """What a backend produces and how it learns; shown by ``depinduce models``."""
+    """What a backend produces and how it learns; shown by ``depinduce models``.
+
+    Derived from the class (:meth:`Backend.__init_subclass__`): ``dependency``/``constituency`` from
+    :attr:`Backend.induces`, ``objective``/``trainable``/``supervised`` from its objective contract, the rest from
+    its :attr:`Backend.input_view`.  A class written before input views may still declare it; its view then
+    follows from these flags."""
 
     dependency: bool
     constituency: bool
@@ -85,42 +102,60 @@ class OwnDecoder:
     # False: it decodes from other fields, so the pipeline neither reads nor checks ``heads`` for it (a backend
     # that computes them on first read, the DMV, then never computes them)
     reads_heads: bool = True
+    # False: its output is not always a tree (an argmax): ``parse`` then does not use it unless asked by name
+    # (``--decoder``), even when it is the run's ``train.decoder`` (see :attr:`Backend.default_decoder`)
+    gives_trees: bool = True
 
 
 def described_decoders(descriptions: Mapping[str, str],
                        decoders: Mapping[str, Callable[[ParseScores], list[int]]], *,
-                       without_heads: Collection[str] = ()) -> dict[str, OwnDecoder]:
+                       without_heads: Collection[str] = (), not_trees: Collection[str] = ()) -> dict[str, OwnDecoder]:
     """A backend's :attr:`Backend.own_decoders` from its light metadata (name -> description, the
     ``depinduce.decoders`` entry point that ``--help`` reads without importing the backend) and its decode
     functions; both must name the same decoders, so help lists exactly what the backend takes.
-    ``without_heads``: the decoders that do not read ``ParseScores.heads`` (:attr:`OwnDecoder.reads_heads`)."""
+    ``without_heads``: the decoders that do not read ``ParseScores.heads`` (:attr:`OwnDecoder.reads_heads`);
+    ``not_trees``: those whose output is not always a tree (:attr:`OwnDecoder.gives_trees`)."""
     if set(descriptions) != set(decoders):
         raise ValueError(f"own decoders described ({', '.join(sorted(descriptions))}) and implemented "
                          f"({', '.join(sorted(decoders))}) differ")
-    return {name: OwnDecoder(description, decoders[name], reads_heads=name not in without_heads)
+    return {name: OwnDecoder(description, decoders[name], reads_heads=name not in without_heads,
+                             gives_trees=name not in not_trees)
             for name, description in descriptions.items()}
 
 
 class Backend(ABC):
     """Base class of all model backends.
 
-    Subclasses set ``name``, ``description`` and ``capabilities`` and implement :meth:`load` and
-    :meth:`parse_scores`.  Trainable backends additionally implement the training hooks added by the engine.
+    Subclasses set ``name``, ``description`` and ``induces`` (and ``input_view`` when they read other than the
+    visible words) and implement :meth:`load` and :meth:`parse_scores`.  Trainable backends subclass the contract
+    of their objective instead (:mod:`depinduce.models.contracts`), whose abstract methods are its hooks.
     """
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
+    # Which trees the backend gives (``parse --format`` checks it: heads for conllu, a tree for brackets).
+    induces: ClassVar[Induces] = Induces(dependency=True, constituency=False)
+    # What the parse pipeline gives the backend and calls on it (see :mod:`depinduce.models.views`).
+    input_view: ClassVar[InputView] = VisibleWords()
+    # The training objective, set by the contract class the backend subclasses (:mod:`depinduce.models.contracts`).
+    objective: ClassVar[Objective] = "none"
+    # Derived from the three above (see :class:`Capabilities`); ``depinduce models`` shows it.
     capabilities: ClassVar[Capabilities]
+    _declares_capabilities: ClassVar[bool] = False  # the class (or the one it extends) declares them itself
     # Trainable backends: the bundled recipe (``depinduce/recipes/NAME.yaml``) that ``train --model NAME`` uses
     # without --recipe, by device kind: ``cpu`` (sized for a CPU budget) and ``cuda`` (the paper's setting).
     default_recipes: ClassVar[dict[str, str]] = {}
-    # The decoder ``parse`` uses when the user names none: a trained run's own (the ``train.decoder`` its dev
-    # scores and model selection used; the bundled model's card names its own), ``mst`` otherwise.
+    # A trained run's own decoder: the ``train.decoder`` its dev scores and model selection used (the bundled
+    # model's card names its own), ``mst`` otherwise.  ``parse`` uses it when the user names none, unless it does
+    # not always give a tree (an argmax): then ``parse`` writes ``mst`` trees and says how to ask for this one.
     default_decoder: str = "mst"
     # The file ``default_decoder`` was read from (a run's config.yaml), so an error about it names that file.
     decoder_source: str | None = None
     # The authors' decoders, by name (see :class:`OwnDecoder`); ``depinduce models`` and ``parse --help`` list them.
     own_decoders: ClassVar[dict[str, OwnDecoder]] = {}
+    # The backend's own form of a shared decoder (``mst``, ``eisner``, ``argmax``), run in its place for this
+    # backend's scores: StructFormer's ``argmax`` takes the highest word as the root, as its paper does.
+    shared_decoder_forms: ClassVar[dict[str, OwnDecoder]] = {}
     # What ``parse --probs`` (``probs=True``) reads as each word's probability distribution over its head:
     # "scores" — ``ParseScores.heads`` are already that distribution's log-probabilities (each dependent's row over
     # ROOT and the other words sums to 1: a marginal or softmax the model computes anyway); "decoded" — the
@@ -128,6 +163,29 @@ class Backend(ABC):
     # "none" — the model computes no head distribution (span models), and ``--probs`` is refused before parsing.
     # Read from the model's own output, never from a changed forward pass.
     head_probs: HeadProbs = "none"
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """Derive :attr:`capabilities` from the class; a class that declares them (written before input views)
+        gets the input view they describe, unless it declares one too."""
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("capabilities")
+        if isinstance(declared, Capabilities):
+            cls._declares_capabilities = True
+            if "input_view" not in cls.__dict__:
+                cls.input_view = view_from_flags(declared.whole_sentences, declared.reads_tags, declared.refines,
+                                                 declared.fixed_tree)
+            if cls.objective not in ("none", declared.objective):
+                raise TypeError(f"{cls.__name__}: capabilities name objective '{declared.objective}', but the class "
+                                f"subclasses the contract of objective '{cls.objective}'")
+            return
+        if cls._declares_capabilities and not {"induces", "input_view"} & set(cls.__dict__):
+            return  # a subclass of a class that declares them, changing nothing they describe: they hold
+        cls._declares_capabilities = False
+        view, objective = cls.input_view, cls.objective
+        cls.capabilities = Capabilities(
+            dependency=cls.induces.dependency, constituency=cls.induces.constituency, trainable=objective != "none",
+            supervised=objective == "supervised", objective=objective, whole_sentences=view.whole_sentences,
+            reads_tags=view.reads_tags, refines=view.refines, fixed_tree=not view.pairwise)
 
     @classmethod
     @abstractmethod
@@ -159,8 +217,9 @@ class Backend(ABC):
 
     def parse_sentences(self, sentences: Sequence[Sentence],
                         init: Sequence[InitialGraph | None] | None = None) -> list[ParseScores]:
-        """Scores over every token of whole sentences (``capabilities.whole_sentences``), optionally refining
-        one initial graph per sentence (``capabilities.refines``; None = start from no graph)."""
+        """Scores for the sentences the backend's :attr:`input_view` gives it: the visible tokens with their tags
+        (:class:`~depinduce.models.views.TaggedWords`), or every token with its UPOS, optionally refining one
+        initial graph per sentence (:class:`~depinduce.models.views.WholeSentences`; None = start from no graph)."""
         raise ModelError(f"model '{self.name}' reads punctuation-free words only")
 
     @abstractmethod

@@ -4,11 +4,12 @@ A neural backend is a ``torch.nn.Module`` and a :class:`~depinduce.models.base.B
 what every such backend shares — hyperparameter dataclasses, the vocabulary, loading a run directory safely,
 turning raw words into padded index tensors for ``parse`` — so a backend folder holds only its network.
 
-Objective hooks (the engine owns the loops and the losses; a backend implements the hooks of its objective):
-- ``mlm``: :class:`MaskedLMBackend` — ``encode`` gives hidden states, ``output_logits`` maps the hidden states of
-  the masked positions only to vocabulary logits (the output softmax is never computed elsewhere).
-- every backend: ``score_tensors`` gives per-sentence :class:`ParseScores` from index tensors, and may add
-  ``regularizer()`` (an extra loss term, e.g. the Probabilistic Transformer's L2 on its ternary scores).
+Objective hooks (the engine owns the loops and the losses; a backend implements the hooks of its objective): a
+trainable backend subclasses the contract class of its objective in :mod:`depinduce.models.contracts`
+(``MaskedLMBackend``, ``NextWordLMBackend``, ``StreamingLMBackend``, ``RefinerBackend``, ``LikelihoodBackend``,
+``EMBackend``), whose abstract methods are those hooks.  Every backend: ``score_tensors`` gives per-sentence
+:class:`ParseScores` from index tensors, and may add ``regularizer()`` (an extra loss term, e.g. the
+Probabilistic Transformer's L2 on its ternary scores).
 
 Run directory contract (written by the engine): ``config.yaml`` with keys ``model`` (registry name) and
 ``model_config`` (the hyperparameter dataclass as a mapping), ``vocab.json``, ``model.pt`` (a plain state dict,
@@ -32,6 +33,10 @@ from depinduce.data.vocab import Vocab
 from depinduce.errors import InputError, ModelError, NotFoundError, RecipeError
 from depinduce.models.base import Backend, ParseScores
 from depinduce.models.layers.kernels import rows_linear
+from depinduce.models.lazy import forward_attributes
+
+# The masked-LM contract lives with the other objectives' (contracts.py imports this module, so it is forwarded).
+__getattr__ = forward_attributes(__name__, {"MaskedLMBackend": "depinduce.models.contracts"})
 
 
 def build_config(config_class: type, values: Mapping[str, Any] | None, *, where: str) -> Any:
@@ -147,7 +152,7 @@ class NeuralBackend(Backend, torch.nn.Module):
             raise ModelError(f"{run_dir / 'model.pt'}: does not fit the configured model ({first})") from exc
         train = config.get("train")
         if isinstance(train, dict) and isinstance(train.get("decoder"), str):
-            model.default_decoder = train["decoder"]  # parse decodes as the run's dev evaluation did
+            model.default_decoder = train["decoder"]  # the run's dev evaluation's (parse's, if it gives trees)
             model.decoder_source = str(config_path)  # so a bad one is blamed on the run's config, not the user
         model.to(device)
         model.eval()
@@ -209,21 +214,3 @@ class LinearOutputLayer(ABC):
         """Logits (N, V) of the output layer (oneDNN's product on CPU: ``rows_linear``)."""
         return rows_linear(*self.output_layer(hidden))
 
-
-class MaskedLMBackend(NeuralBackend):
-    """A backend trained by the engine's masked-LM objective (StructFormer, UDGN, Probabilistic Transformer)."""
-
-    @abstractmethod
-    def encode(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Hidden states (B, T, H) for input ``tokens`` (B, T) in which masked positions hold ``<mask>``;
-        ``mask`` (B, T) is true at real (non-padding) positions."""
-
-    def encode_masked(self, tokens: torch.Tensor, mask: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
-        """The hidden states (N, H) at the ``masked`` positions (boolean B × T), in ``hidden[masked]`` order: what
-        the masked-LM objective scores.  A backend whose last layer works position by position may override it
-        to do that work at those positions only; the numbers must stay ``encode(tokens, mask)[masked]``'s."""
-        return self.encode(tokens, mask)[masked]
-
-    @abstractmethod
-    def output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Vocabulary logits (N, V) for the hidden states (N, H) of the masked positions only."""

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from depinduce.display import printable
-from depinduce.pictures.figures import Marks, caption, display_width, pack_rows, phrases, unscored_mask
+from depinduce.pictures.compare import Marks, unscored_mask
+from depinduce.pictures.layout import caption, display_width, pack_rows, phrases
 from depinduce.structures.sentence import Sentence
 
 _UP, _DOWN, _LEFT, _RIGHT = 1, 2, 4, 8

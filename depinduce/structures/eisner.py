@@ -4,15 +4,9 @@ Score matrices follow the package convention (``scores[b, d, h]``: word d takes 
 row 0 and the diagonal are ignored).  Sentence b uses only positions 0..lengths[b], so a batch is simply the
 score matrices padded to the longest sentence; the padding may hold anything.
 
-The chart is filled one span width at a time, and every span of that width, in every sentence of the batch,
-is computed by the same few tensor operations: the only Python loop is over the N widths.  To make the
-split points of all spans of one width a plain slice, a chart is stored twice where needed, indexed by
-[width, start] and by [N - width, end]: the pieces ending at a span's right end then sit in one column of the
-second layout, in the same order as the pieces starting at its left end in the first.  Scores are moved to
-the CPU (decoding is sequential and cheap next to the model).
-
-Single root: the arc ROOT -> h is built only from the empty left part (ROOT takes no other child), and the
-complete span from ROOT is used only as the final answer, never as a piece of a larger span.
+The chart is the shared one of :mod:`depinduce.structures.projective` (one tensor operation per span width
+for the whole batch, single root) in the max semiring with back-pointers; the tree is read off the split
+tables.  Scores are moved to the CPU (decoding is sequential and cheap next to the model).
 
 Forbidden arcs (``-inf``) get a finite score so low that a tree with fewer forbidden arcs always wins
 (``min - (n * (max - min) + 1)`` per sentence), so a forbidden arc is chosen only when every projective tree
@@ -27,6 +21,9 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from depinduce.structures.projective import eisner_chart
+from depinduce.structures.semirings import MAX
 
 _NEG = float("-inf")
 
@@ -119,49 +116,11 @@ def _prepare(scores: Any, lengths: Any) -> tuple[torch.Tensor, list[int]]:
 
 
 def _fill_chart(S: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Fill the Eisner chart width by width; returns the split-point tables indexed [b, width, start].
-
-    Spans (i, j) with j = i + w.  ``incomplete``: i and j linked (head i -> j, or j -> i); ``complete right``:
-    headed at i and finished on the right; ``complete left``: headed at j and finished on the left.  Tables
-    are stored [b, width, position] so that a width's results are one contiguous row and the maximum over
-    split points runs over dimension 1, which torch vectorises far better than a maximum over the last one.
-    """
-    B, M, _ = S.shape
-    N = M - 1
-    opts = {"dtype": S.dtype}
-    right_by_start = torch.full((B, M, M), _NEG, **opts)  # complete right, [width, start]
-    right_by_end = torch.full((B, M, M), _NEG, **opts)  # complete right, [N - width, end]
-    left_by_start = torch.full((B, M, M), _NEG, **opts)  # complete left, [width, start]
-    left_by_end = torch.full((B, M, M), _NEG, **opts)  # complete left, [N - width, end]
-    inc_right_by_start = torch.full((B, M, M), _NEG, **opts)  # incomplete i -> j, [width, start]
-    inc_left_by_end = torch.full((B, M, M), _NEG, **opts)  # incomplete j -> i, [N - width, end]
-    right_by_start[:, 0] = 0.0
-    left_by_start[:, 0] = 0.0
-    right_by_end[:, N] = 0.0
-    left_by_end[:, N] = 0.0
-    split_in = torch.zeros((B, M, M), dtype=torch.long)
-    split_right = torch.zeros((B, M, M), dtype=torch.long)
-    split_left = torch.zeros((B, M, M), dtype=torch.long)
-    for w in range(1, M):
-        m = M - w  # spans of width w start at 0..m-1
-        # incomplete: C_right(i, i+t) + C_left(i+t+1, i+w), t = 0..w-1, plus the arc score
-        best, split = (right_by_start[:, :w, :m] + left_by_end[:, N - w + 1 :, w:]).max(dim=1)
-        inc_right_by_start[:, w, :m] = best + torch.diagonal(S, offset=-w, dim1=1, dim2=2)  # S[i+w, i]
-        inc_left_by_end[:, N - w, w:] = best + torch.diagonal(S, offset=w, dim1=1, dim2=2)  # S[i, i+w]
-        split_in[:, w, :m] = split
-        # complete right: I_right(i, i+t) + C_right(i+t, i+w), t = 1..w
-        best, split = (inc_right_by_start[:, 1 : w + 1, :m] + right_by_end[:, N - w + 1 :, w:]).max(dim=1)
-        right_by_start[:, w, :m] = best
-        right_by_end[:, N - w, w:] = best
-        split_right[:, w, :m] = split  # t - 1
-        # complete left: C_left(i, i+t) + I_left(i+t, i+w), t = 0..w-1
-        best, split = (left_by_start[:, :w, :m] + inc_left_by_end[:, N - w : N, w:]).max(dim=1)
-        left_by_start[:, w, :m] = best
-        left_by_end[:, N - w, w:] = best
-        split_left[:, w, :m] = split
-        # single root: the complete span from ROOT is an answer only, never a piece of a longer span
-        right_by_start[:, w, 0] = _NEG
-    return split_in.numpy(), split_right.numpy(), split_left.numpy()
+    """The shared chart (:func:`~depinduce.structures.projective.eisner_chart`) in the max semiring; returns its
+    split-point tables indexed [b, width, start]."""
+    chart = eisner_chart(S, MAX, backpointers=True)
+    assert chart.split_in is not None and chart.split_right is not None and chart.split_left is not None
+    return chart.split_in.numpy(), chart.split_right.numpy(), chart.split_left.numpy()
 
 
 def _backtrack(split_in: np.ndarray, split_right: np.ndarray, split_left: np.ndarray, length: int) -> list[int]:

@@ -1,6 +1,6 @@
 """Parsing metrics on the dev split during training, through the same code as ``depinduce parse`` + ``eval``.
 
-The dev sentences are parsed by :func:`depinduce.parsing.parse` (punctuation hidden from the model, the
+The dev sentences are parsed by :func:`depinduce.pipeline.parse` (punctuation hidden from the model, the
 configured decoder, punctuation re-attached) and scored by :func:`depinduce.metrics.evaluate` against the gold
 ``dev.conllu`` (DDA, UDA, root accuracy) and, for the PTB, against ``dev.trees`` (sentence- and corpus-level
 UF1).  Model selection on these numbers therefore agrees with what a user measures on the saved model.  Where a
@@ -28,7 +28,6 @@ from depinduce.io import read_sentences
 from depinduce.metrics import evaluate
 from depinduce.io.initial_graphs import InitialGraph
 from depinduce.training.config import CONSTITUENCY_METRICS, DEPENDENCY_METRICS, LABELLED_METRICS
-from depinduce.training.outcome import BASELINE
 from depinduce.models.base import Backend
 
 PARSE_BATCH = 64
@@ -74,7 +73,7 @@ def _parsed(sentences: list[Sentence], backend: Backend, request: Any, *, what: 
             init: list[InitialGraph] | None = None) -> None:
     """Parse ``sentences`` in place, with a bar on stderr when ``progress`` (a slow backend's dev evaluation takes
     minutes; training's own bar stands still meanwhile)."""
-    from depinduce.parsing import parse  # the parse pipeline pulls in every decoder
+    from depinduce.pipeline import parse  # the parse pipeline pulls in every decoder
 
     # on a terminal only: in a log file a second bar's cursor moves would be noise around the status lines
     with tqdm(total=len(sentences), desc=f"dev evaluation ({what})", unit="sent", file=sys.stderr, leave=False,
@@ -89,7 +88,7 @@ def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str,
 
     ``init``: initial graphs of the dev sentences (in dev.conllu order) for a refining backend; ``progress``: a
     bar on stderr."""
-    from depinduce.parsing import ParseRequest
+    from depinduce.pipeline import ParseRequest
 
     out: dict[str, float | None] = {}
     wanted = dev.available(backend)
@@ -160,15 +159,6 @@ def trees_from_heads(backend: Backend, parsed: dict[int, tuple[Sentence, list[bo
 
 def _kept(values: list[str] | None, keep: list[bool]) -> list[str] | None:
     return None if values is None else [v for v, k in zip(values, keep) if k]
-
-
-def baseline_metrics(dev: DevTreebank) -> dict[str, float | None]:
-    """Right-branching's scores on ``dev``, measured exactly as a model's dev scores are: the bar a trained model
-    must clear, stored beside the run's scores (``manifest.json`` ``baselines``) so ``parse`` can warn below it."""
-    from depinduce.models.registry import backend_class
-
-    backend = backend_class(BASELINE).load(None)
-    return parsing_metrics(backend, dev, decoder=backend.default_decoder)
 
 
 def check_selectable(select: str, available: set[str], *, has_dev_text: bool) -> None:

@@ -7,7 +7,8 @@ punctuation-free view).  Supervised parsers read the full files.
 Punctuation: RNGTr trains on all tokens, punctuation included.  That is UD practice (the CoNLL 2018 scorer and the
 RNGTr paper score every token, ``punct`` is a label like any other), and a parse given as ``--init``/``--init-train``
 (any model's ``depinduce parse`` output) covers every token too, punctuation re-attached by the parse pipeline's
-rule.  The evaluator's default still removes punctuation on both sides before scoring (evaluation.md), so scores
+rule.  The evaluator's default still removes punctuation on both sides before scoring
+(docs/evaluation-protocol.md), so scores
 stay comparable with the unsupervised models; ``eval --keep-punct`` gives the CoNLL 2018 number.
 
 Vocabularies: the data folder's ``vocab.json`` is built from the punctuation-free view, so punctuation would all be

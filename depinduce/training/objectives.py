@@ -1,6 +1,9 @@
 """Training objectives: the engine owns the losses, backends implement the hooks of their objective.
 
-- :class:`MaskedLM` (StructFormer, UDGN, Probabilistic Transformer) — exactly design/models.md: each real token
+The hooks of each objective are the abstract methods of its contract class (:mod:`depinduce.models.contracts`),
+which a backend subclasses; :meth:`Objective.check_model` checks the model is one (``isinstance``).
+
+- :class:`MaskedLM` (StructFormer, UDGN, Probabilistic Transformer) — exactly docs/models-reference.md: each real token
   is masked independently with probability ``mask_rate``; ``<unk>`` and padding are never masked; a masked token
   is always replaced by ``<mask>``; the loss is the cross-entropy over masked positions only, and the backend's
   ``output_logits`` is called on the hidden states of those positions alone (the output softmax otherwise
@@ -37,6 +40,9 @@ import torch.nn.functional as F
 
 from depinduce.data.vocab import Vocab
 from depinduce.errors import ModelError, RecipeError, UsageError
+from depinduce.models.contracts import (
+    LikelihoodBackend, MaskedLMBackend, NextWordLMBackend, RefinerBackend, StreamingLMBackend, require_contract,
+)
 from depinduce.models.layers.output_loss import linear_cross_entropy, widened
 from depinduce.models.neural import LinearOutputLayer
 
@@ -83,7 +89,8 @@ class Objective(ABC):
 
     @abstractmethod
     def check_model(self, model: Any) -> None:
-        """A one-line error when ``model`` lacks the hooks this objective calls."""
+        """A one-line error unless ``model`` is the contract of this objective (:mod:`depinduce.models.contracts`),
+        naming the hooks it lacks."""
 
     @abstractmethod
     def prepare(self, tokens: torch.Tensor, mask: torch.Tensor, *, generator: torch.Generator | None,
@@ -109,15 +116,6 @@ class Objective(ABC):
         """The loss of each optimiser update one batch makes, computed lazily: the caller steps the optimiser
         after each before asking for the next (one update, ``compute``'s, unless :meth:`stepwise`)."""
         yield self.compute(model, **inputs)
-
-
-def _require_hooks(model: Any, hooks: Sequence[str], objective: str) -> None:
-    missing = [h for h in hooks if not callable(getattr(model, h, None))]
-    if missing:
-        raise ModelError(
-            f"model '{getattr(model, 'name', type(model).__name__)}' declares objective '{objective}' but lacks "
-            f"{', '.join(missing)}()"
-        )
 
 
 # ------------------------------------------------------------------------------------------------ masked LM
@@ -150,7 +148,7 @@ def stack_fixed(fixed: Sequence[torch.Tensor], width: int) -> torch.Tensor:
 
 
 class MaskedLM(Objective):
-    """Masked-LM objective of design/models.md (no 80/10/10; loss and logits at masked positions only).
+    """Masked-LM objective of docs/models-reference.md (no 80/10/10; loss and logits at masked positions only).
 
     ``chunks`` (``train.loss_chunks``): while training, split each batch into that many runs of consecutive
     sentences (sizes differing by at most one; one run per sentence when there are fewer), each forwarded on its
@@ -169,7 +167,7 @@ class MaskedLM(Objective):
         self.unk_index = unk_index
 
     def check_model(self, model: Any) -> None:
-        _require_hooks(model, ("encode", "output_logits", "regularizer"), self.name)
+        require_contract(model, MaskedLMBackend)
 
     def prepare(self, tokens, mask, *, generator=None, fixed=None):
         if fixed is not None:
@@ -189,7 +187,7 @@ class MaskedLM(Objective):
 
     def _mean_loss(self, model, tokens, mask, masked) -> LossOutput:
         inputs = tokens.masked_fill(masked, self.mask_index)
-        if hasattr(model, "encode_masked"):  # MaskedLMBackend's hook; a plugin may give only encode
+        if hasattr(model, "encode_masked"):  # MaskedLMBackend's optional hook; a stand-in may give only encode
             hidden = model.encode_masked(inputs, mask, masked)
         else:
             hidden = model.encode(inputs, mask)[masked]
@@ -210,7 +208,7 @@ class NextWordLM(Objective):
         self.boundary_index = boundary_index
 
     def check_model(self, model: Any) -> None:
-        _require_hooks(model, ("lm_hidden", "output_logits", "regularizer"), self.name)
+        require_contract(model, NextWordLMBackend)
 
     def prepare(self, tokens, mask, *, generator=None, fixed=None):
         return {"tokens": tokens, "mask": mask}
@@ -243,7 +241,7 @@ class StreamLM(Objective):
         self.active = "train"
 
     def check_model(self, model: Any) -> None:
-        _require_hooks(model, ("lm_stream", "output_logits", "regularizer"), self.name)
+        require_contract(model, StreamingLMBackend)
 
     def use(self, name: str) -> None:
         self.active = name
@@ -293,7 +291,7 @@ class HeadsAndLabels(Objective):
     _OPTIONAL = ("init_heads", "init_labels")
 
     def check_model(self, model: Any) -> None:
-        _require_hooks(model, ("arc_label_passes", "regularizer"), self.name)
+        require_contract(model, RefinerBackend)
 
     def prepare(self, tokens, mask, *, generator=None, fixed=None, **gold):
         missing = [k for k in self._GOLD if gold.get(k) is None]
@@ -357,7 +355,7 @@ class Likelihood(Objective):
     name = "likelihood"
 
     def check_model(self, model: Any) -> None:
-        _require_hooks(model, ("neg_elbo", "regularizer"), self.name)
+        require_contract(model, LikelihoodBackend)
 
     def prepare(self, tokens, mask, *, generator=None, fixed=None):
         return {"tokens": tokens, "mask": mask}

@@ -24,13 +24,13 @@ def build_optimizer(params: Iterable[torch.nn.Parameter], config: TrainConfig,
                     parser_params: Iterable[torch.nn.Parameter] = ()) -> torch.optim.Optimizer:
     """Adam/AdamW over ``params``; ``parser_params`` (the parser's, when ``parser_lr`` is set) form a second
     group at ``parser_lr`` and must not also be in ``params``."""
-    kwargs = dict(lr=config.lr, betas=(config.beta1, config.beta2), eps=config.eps,
-                  weight_decay=config.weight_decay)
+    given = config.optimiser
+    kwargs = dict(lr=given.lr, betas=(given.beta1, given.beta2), eps=given.eps, weight_decay=given.weight_decay)
     groups: list[dict[str, Any]] = [{"params": list(params)}]
     parser = list(parser_params)
     if parser:
-        groups.append({"params": parser, "lr": config.parser_lr if config.parser_lr is not None else config.lr})
-    if config.optimizer == "adamw":
+        groups.append({"params": parser, "lr": given.parser_lr if given.parser_lr is not None else given.lr})
+    if given.optimizer == "adamw":
         return torch.optim.AdamW(groups, **kwargs)
     return torch.optim.Adam(groups, **kwargs)
 
@@ -39,20 +39,21 @@ class Schedule:
     """The learning-rate schedule, stepped after every optimiser step and after every evaluation."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, config: TrainConfig, total_steps: int) -> None:
-        self.kind = config.schedule
+        schedule = config.lr_schedule
+        self.kind = schedule.schedule
         self.optimizer = optimizer
         self.scheduler: Any
-        self.warmup = config.warmup_steps
+        self.warmup = schedule.warmup_steps
         self.steps = 0
         if self.kind == "plateau":
             self.base_lrs = [float(group["lr"]) for group in optimizer.param_groups]
             self.scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-                optimizer, mode="min", factor=config.plateau_factor, patience=config.plateau_patience,
-                min_lr=config.min_lr)
+                optimizer, mode="min", factor=schedule.plateau_factor, patience=schedule.plateau_patience,
+                min_lr=schedule.min_lr)
             self._warm(0)
             return
-        warmup = config.warmup_steps
-        floor = min(1.0, config.min_lr / config.lr)
+        warmup = schedule.warmup_steps
+        floor = min(1.0, schedule.min_lr / config.optimiser.lr)
         total = max(total_steps, warmup + 1)
 
         def factor(step: int) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from depinduce.checksum import sha256_file
 from depinduce.data.files import try_read_json
@@ -20,7 +20,10 @@ from depinduce.errors import DepinduceError
 from depinduce.io import read_sentences
 from depinduce.io.outputs import RUN_FORMAT
 
-BASELINE = "right-branching"  # the baseline every run's dev scores are compared with (evaluation.baseline_metrics)
+if TYPE_CHECKING:
+    from depinduce.training.evaluation import DevTreebank
+
+BASELINE = "right-branching"  # the baseline every run's dev scores are compared with (:func:`baseline_metrics`)
 
 # Dev metrics a baseline has too, in the order one is picked for the comparison when the run selected its model
 # by another (dev_ppl, train_loss; dev_las, which right-branching's "dep" labels cannot score).
@@ -160,6 +163,17 @@ def run_outcome(run_dir: str | Path, *, measure: bool = True) -> RunOutcome | No
                       score=score, baseline=baseline)
 
 
+def baseline_metrics(dev: DevTreebank) -> dict[str, float | None]:
+    """Right-branching's scores on ``dev``, measured exactly as a model's dev scores are: the bar a trained model
+    must clear, stored beside the run's scores (``manifest.json`` ``baselines``) so ``parse`` can warn below it.
+    The parse pipeline is imported here, not at the top: reading a run's outcome needs no torch."""
+    from depinduce.models.registry import backend_class
+    from depinduce.training.evaluation import parsing_metrics
+
+    backend = backend_class(BASELINE).load(None)
+    return parsing_metrics(backend, dev, decoder=backend.default_decoder)
+
+
 def _measured_baseline(manifest: dict[str, Any], metric: str) -> float | None:
     """Right-branching's ``metric`` on the run's dev data, when its data folder still holds the dev file the run
     was trained with (the manifest's checksum); else None."""
@@ -175,7 +189,7 @@ def _measured_baseline(manifest: dict[str, Any], metric: str) -> float | None:
             return None
     except OSError:
         return None
-    from depinduce.training.evaluation import DevTreebank, baseline_metrics  # torch: only for old runs
+    from depinduce.training.evaluation import DevTreebank  # torch: only for old runs
 
     try:
         sentences = read_sentences(dev_file, fmt="brackets" if name == "dev.trees" else "conllu")

@@ -22,7 +22,7 @@ from depinduce.models.registry import load_model
 from depinduce.training import batching
 from depinduce.training.config import load_run_config
 from depinduce.training.corpus_loss import sentence_loss, stream_loss, text_inputs
-from depinduce.training.engine import trainable_class
+from depinduce.training.trainrun import trainable_class
 from depinduce.training.objectives import LossModule, StreamLM, fixed_masks, objective_for
 
 
@@ -53,23 +53,24 @@ def measure(run_dir: Path, text: Path, *, device: str = "cpu", batch_tokens: int
     if not isinstance(model, NeuralBackend):
         raise ModelError(f"{run_dir}: model '{config.model}' is not a trained language model")
     cfg = config.train
-    objective = objective_for(model.capabilities.objective, mask_rate=cfg.mask_rate, vocab_size=len(model.vocab),
-                              lm_mode=cfg.lm_mode, bptt=cfg.bptt)
+    objective = objective_for(model.capabilities.objective, mask_rate=cfg.masked_lm.mask_rate,
+                              vocab_size=len(model.vocab), lm_mode=cfg.next_word.lm_mode, bptt=cfg.next_word.bptt)
     if not objective.reports_perplexity:
         raise ModelError(f"model '{config.model}' is not a language model; perplexity does not apply")
     objective.check_model(model)
     rows = batching.read_corpus(text, model.vocab)
     loss_module = LossModule(model, objective)
-    budget = batch_tokens or cfg.batch_tokens
+    budget = batch_tokens or cfg.batches.batch_tokens
     dev = model.device  # where load_model put it (``auto`` resolved)
     if isinstance(objective, StreamLM):
-        stream = batching.TokenStream(rows, len(model.vocab), max(1, budget // cfg.bptt), cfg.bptt)
+        stream = batching.TokenStream(rows, len(model.vocab), max(1, budget // cfg.next_word.bptt), cfg.next_word.bptt)
         with tqdm(total=stream.n_chunks, unit="chunk", file=sys.stderr, disable=None if progress else True,
                   leave=False) as bar:
             nll, count = stream_loss(loss_module, stream, device=dev, progress=bar.update)
         kind = "lm-continuous"
     else:
-        masks = fixed_masks(rows, cfg.mask_rate, cfg.dev_mask_seed) if objective.name == "mlm" else None
+        masks = fixed_masks(rows, cfg.masked_lm.mask_rate, cfg.selection.dev_mask_seed) \
+            if objective.name == "mlm" else None
         batches = batching.eval_order([len(r) for r in rows], budget)
         with tqdm(total=len(rows), unit="sent", file=sys.stderr, disable=None if progress else True,
                   leave=False) as bar:

@@ -1,6 +1,7 @@
 """Trivial baselines: left-branching, right-branching and random trees.
 
-They are the sanity anchors of every evaluation (evaluation.md) and exercise the whole pipeline without training.
+They are the sanity anchors of every evaluation (docs/evaluation-protocol.md) and exercise the whole pipeline
+without training.
 Each produces both outputs: heads (left/right-branching give their tree itself, which every decoder would return,
 so no score matrix is built and any length parses; random gives random scores for the chosen decoder) and split
 distances whose top-down tree is the baseline's binary constituency tree.
@@ -14,17 +15,17 @@ from pathlib import Path
 import torch
 
 from depinduce.errors import ModelError
-from depinduce.models.base import Backend, Capabilities, ParseScores
+from depinduce.models.base import Backend, Induces, ParseScores
+from depinduce.models.views import VisibleWords
 
-_BASELINE = Capabilities(dependency=True, constituency=True, trainable=False, supervised=False, objective="none")
-_FIXED = Capabilities(dependency=True, constituency=True, trainable=False, supervised=False, objective="none",
-                      fixed_tree=True)
+# Left/right-branching decide their tree without a score matrix (``ParseScores.fixed_heads``): any length parses.
+_FIXED = VisibleWords(pairwise=False)
 
 
 class _FixedBaseline(Backend):
     """Shared loading for the untrained baselines, which take no run directory."""
 
-    capabilities = _BASELINE
+    induces = Induces(dependency=True, constituency=True)
     head_probs = "decoded"  # the tree is the baseline's decision, not a distribution: its heads have probability 1
 
     @classmethod
@@ -42,7 +43,7 @@ class RightBranching(_FixedBaseline):
 
     name = "right-branching"
     description = "head = next word, last word is root; right-branching binary tree"
-    capabilities = _FIXED
+    input_view = _FIXED
 
     def parse_scores(self, sentences: Sequence[Sequence[str]]) -> list[ParseScores]:
         out = []
@@ -60,7 +61,7 @@ class LeftBranching(_FixedBaseline):
 
     name = "left-branching"
     description = "head = previous word, first word is root; left-branching binary tree"
-    capabilities = _FIXED
+    input_view = _FIXED
 
     def parse_scores(self, sentences: Sequence[Sequence[str]]) -> list[ParseScores]:
         out = []

@@ -9,10 +9,9 @@ preterminal child exactly where that side is one word wide.  The chart therefore
 (``nn``), left nonterminal and right preterminal (``nt``), and ``tn``, ``tt`` — each over just the split points
 where it applies.  That is about (NT + T)² / NT² = 9× less work than one (NT+T)² rule table for every split.
 
-Chart layout: two ``(N+1, N+1, B, NT)`` tensors, indexed by (width, start) and by (width, end), so that the left
-children of every split of every span of one width are one plain slice of the first and the right children one
-of the second (reversed): the only Python loop is over span width, and autograd reads and writes plain slices
-(the strided "stripe" views the DMV's chart uses cost a full-chart scatter per read in backward).
+The chart is the shared CKY of :mod:`depinduce.structures.cky` (a :class:`~depinduce.structures.cky.SpanChart`
+of ``(N+1, N+1, B, NT)`` items by (width, start) and by (width, end), one Python iteration per span width) with
+this grammar's rule scores; the semiring comes from :mod:`depinduce.structures.semirings`.
 
 Log semiring, numerically safe without an (NT × NT × NT) tensor per split: for each span, child pair and split,
 the left and right scores are shifted by their maxima over symbols (and the splits by their largest shift), so
@@ -39,11 +38,11 @@ a real sentence's total.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 
-Semiring = Literal["log", "max"]
+from depinduce.structures.cky import BinaryTrees, SpanChart, cky
+from depinduce.structures.semirings import Semiring, SemiringName, as_semiring
 
 
 @dataclass
@@ -71,16 +70,6 @@ class Grammar:
         parts = {"nn": rules[:, :, :nt, :nt], "nt": rules[:, :, :nt, nt:], "tn": rules[:, :, nt:, :nt],
                  "tt": rules[:, :, nt:, nt:]}
         return {name: block.reshape(*block.shape[:2], -1) for name, block in parts.items()}
-
-
-def stripe(x: torch.Tensor, n: int, w: int, offset: tuple[int, int] = (0, 0), horizontal: bool = True
-           ) -> torch.Tensor:
-    """An (n, w, *rest) strided view of a chart ``x`` (N, N, *rest): row k holds ``x[o0 + k, o1 + k + u]``
-    (horizontal) or ``x[o0 + k + u, o1 + k]`` (vertical) for u < w.  ``x`` must be the chart itself (its own
-    storage from offset 0), not a view into another tensor."""
-    s0, s1 = x.stride(0), x.stride(1)
-    return x.as_strided(size=(n, w, *x.shape[2:]), stride=(s0 + s1, s1 if horizontal else s0, *x.stride()[2:]),
-                        storage_offset=offset[0] * s0 + offset[1] * s1)
 
 
 def _combine_log(left: torch.Tensor, right: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
@@ -113,12 +102,6 @@ def _combine_max(left: torch.Tensor, right: torch.Tensor, rules: torch.Tensor) -
     pairs = (left.unsqueeze(-1) + right.unsqueeze(-2)).max(1).values  # (n, B, X, Y)
     table = rules.view(rules.shape[0], rules.shape[1], x * y)  # (G, NT, X·Y), G broadcasts against B
     return (table + pairs.reshape(n, batch, 1, x * y)).max(-1).values
-
-
-def _reduce(x: torch.Tensor, dim: int, semiring: Semiring) -> torch.Tensor:
-    if semiring == "log":
-        return torch.logsumexp(x, dim)
-    return x.max(dim).values
 
 
 def _word_rule_table(rules: torch.Tensor, t: int, word_first: bool) -> torch.Tensor:
@@ -165,14 +148,18 @@ def _with_word(matrices: torch.Tensor, word_shift: torch.Tensor, span: torch.Ten
     return mixed.clamp_min(torch.finfo(mixed.dtype).tiny).log() + word_shift + span_max
 
 
-def inside(grammar: Grammar, semiring: Semiring = "log", span_weights: torch.Tensor | None = None) -> torch.Tensor:
+def inside(grammar: Grammar, semiring: Semiring | SemiringName = "log", span_weights: torch.Tensor | None = None
+           ) -> torch.Tensor:
     """log Z (log semiring) or the best derivation's log-probability (max semiring) of each sentence, (B,).
 
     ``span_weights`` (B, N+1, N+1), optional: ``[b, i, j]`` is added to every nonterminal entry of span (i, j) —
     zeros whose gradient gives span marginals (log) or the best derivation's spans (max)."""
+    ring = as_semiring(semiring)
+    if ring.name not in ("log", "max"):  # the rule contractions below are written for these two
+        raise ValueError(f"the PCFG chart runs in the log or the max semiring, not {ring!r}")
     terms = grammar.terms.transpose(0, 1)  # (N, B, T)
     n_words, batch = terms.shape[0], terms.shape[1]
-    log = semiring == "log"
+    log = ring.name == "log"
     if log:
         blocks = {name: block.exp() for name, block in grammar.blocks().items()}
         term_shift = terms.detach().amax(-1, keepdim=True)
@@ -185,51 +172,46 @@ def inside(grammar: Grammar, semiring: Semiring = "log", span_weights: torch.Ten
         first_word = _word_matrices_max(terms, blocks["tn"], word_first=True)
         last_word = _word_matrices_max(terms, blocks["nt"], word_first=False)
         combine = _combine_max
-    weights = None if span_weights is None else span_weights.permute(1, 2, 0)  # (N+1, N+1, B)
-    # the chart twice: by (width, start) and by (width, end), so that every split of every span of one width is a
-    # plain slice of each (a span's left children: widths 2.. at its start; right children: widths 2.. at its end)
-    by_start = terms.new_zeros(n_words + 1, n_words + 1, batch, grammar.nt)
-    by_end = terms.new_zeros(n_words + 1, n_words + 1, batch, grammar.nt)
-    for w in range(2, n_words + 1):
-        n = n_words - w + 1
+    chart = SpanChart(n_words, batch, (grammar.nt,), terms)  # nonterminals of the spans of width ≥ 2
+
+    def build(w: int) -> torch.Tensor:
+        """The nonterminal items of every span of width w: the splits with a one-word side read the words'
+        preterminals, the others the chart."""
+        n = chart.spans(w)
         if w == 2:
-            value = combine(terms[:n].unsqueeze(1), terms[1:n + 1].unsqueeze(1), blocks["tt"])
+            return combine(terms[:n].unsqueeze(1), terms[1:n + 1].unsqueeze(1), blocks["tt"])
+        shorter = chart.by_start[w - 1]  # one read of the chart (its backward is a chart-sized buffer), then cut
+        rest, head = shorter[1:n + 1], shorter[:n]  # words i+1 .. j−1 and i .. j−2
+        last = slice(w - 1, w - 1 + n)  # the span's last word
+        if log:
+            parts = [_with_word(first_word[:n], term_shift[:n], rest),
+                     _with_word(last_word[last], term_shift[last], head)]
         else:
-            shorter = by_start[w - 1]  # one read of the chart (its backward is a chart-sized buffer), then cut
-            rest, head = shorter[1:n + 1], shorter[:n]  # words i+1 .. j−1 and i .. j−2
-            last = slice(w - 1, w - 1 + n)  # the span's last word
-            if log:
-                parts = [_with_word(first_word[:n], term_shift[:n], rest),
-                         _with_word(last_word[last], term_shift[last], head)]
-            else:
-                parts = [_with_word_max(first_word[:n], rest), _with_word_max(last_word[last], head)]
-            if w >= 4:  # both sides at least two words: left widths 2 .. w−2 paired with right widths w−2 .. 2
-                left = by_start[2:w - 1, :n].transpose(0, 1)  # (n, w−3, B, NT)
-                right = by_end[2:w - 1, w:w + n].flip(0).transpose(0, 1)
-                parts.append(combine(left, right, blocks["nn"]))
-            value = _reduce(torch.stack(parts), 0, semiring)
-        if weights is not None:
-            value = value + weights.diagonal(w).t().unsqueeze(-1)
-        by_start[w, :n] = value
-        by_end[w, w:w + n] = value
-    return _total(grammar, by_start, semiring)
+            parts = [_with_word_max(first_word[:n], rest), _with_word_max(last_word[last], head)]
+        if w >= 4:  # both sides at least two words: left widths 2 .. w−2 paired with right widths w−2 .. 2
+            left, right = chart.splits(w, 2)  # (n, w−3, B, NT) each
+            parts.append(combine(left, right, blocks["nn"]))
+        return ring.sum(torch.stack(parts), 0)
+
+    cky(chart, range(2, n_words + 1), build, span_weights)
+    return _total(grammar, chart, ring)
 
 
-def _total(grammar: Grammar, by_start: torch.Tensor, semiring: Semiring) -> torch.Tensor:
+def _total(grammar: Grammar, chart: SpanChart, semiring: Semiring) -> torch.Tensor:
     """Root score + the whole sentence's nonterminal entry, per sentence; −inf below two words."""
+    by_start = chart.by_start
     lengths = grammar.lengths.to(by_start.device)
-    batch, n_words = by_start.shape[2], by_start.shape[0] - 1
+    batch, n_words = by_start.shape[2], chart.n_words
     derivable = lengths >= 2
     if n_words < 2:  # nothing derivable; still tied to the graph so a loss over it can be backpropagated
         tied = 0.0 * (grammar.root.sum() + grammar.terms.sum())
         return torch.full((batch,), float("-inf"), dtype=by_start.dtype, device=by_start.device) + tied
-    last = lengths.clamp(min=2, max=n_words)
-    whole = by_start[last, 0, torch.arange(batch, device=by_start.device)]  # (B, NT): the span (0, length)
-    total = _reduce(whole + grammar.root, -1, semiring)
+    whole = chart.whole(lengths, 2)  # (B, NT): the span (0, length)
+    total = semiring.sum(whole + grammar.root, -1)
     return torch.where(derivable, total, torch.full_like(total, float("-inf")))
 
 
-def span_gradients(grammar: Grammar, semiring: Semiring) -> torch.Tensor:
+def span_gradients(grammar: Grammar, semiring: Semiring | SemiringName) -> torch.Tensor:
     """(B, N+1, N+1): each span's posterior marginal (log) or its 0/1 membership in the best derivation (max);
     only spans of width ≥ 2 inside their sentence are non-zero.  The grammar is read as constants."""
     batch, n_words = grammar.terms.shape[:2]
@@ -247,23 +229,9 @@ def span_gradients(grammar: Grammar, semiring: Semiring) -> torch.Tensor:
 
 def best_span_tree(weights: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """(B, N+1, N+1) 0/1: the spans of the binary bracketing with the largest total ``weights`` (B, N+1, N+1) over
-    its spans of width ≥ 2 (CKY; with posterior span marginals as weights this is the minimum-Bayes-risk tree)."""
-    batch, size = weights.shape[0], weights.shape[1]
-    n_words = size - 1
-    with torch.inference_mode(False), torch.enable_grad():
-        leaf = weights.detach().clone().requires_grad_()
-        spans = leaf.permute(1, 2, 0)  # (N+1, N+1, B)
-        chart = leaf.new_zeros(size, size, batch)  # width-1 spans score 0
-        for w in range(2, n_words + 1):
-            n = n_words - w + 1
-            best = (stripe(chart, n, w - 1, (0, 1)) + stripe(chart, n, w - 1, (1, w), horizontal=False)).max(1).values
-            chart.diagonal(w).copy_(best.t() + spans.diagonal(w))
-        if n_words < 2:
-            return torch.zeros_like(weights)
-        last = lengths.to(leaf.device).clamp(min=2, max=n_words)
-        totals = chart[0][last, torch.arange(batch, device=leaf.device)]
-        (grad,) = torch.autograd.grad((totals * (lengths.to(leaf.device) >= 2)).sum(), [leaf])
-    return grad
+    its spans of width ≥ 2 (the shared CKY; with posterior span marginals as weights this is the
+    minimum-Bayes-risk tree)."""
+    return BinaryTrees(weights, lengths).argmax()
 
 
 def split_distances(selected: torch.Tensor, n: int) -> torch.Tensor:

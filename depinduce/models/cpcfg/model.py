@@ -45,10 +45,10 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from depinduce.data.vocab import Vocab
-from depinduce.models.base import Capabilities, ParseScores
+from depinduce.models.base import Induces, ParseScores
+from depinduce.models.contracts import LikelihoodBackend
 from depinduce.models.cpcfg.chart import Grammar, best_span_tree, inside, span_gradients, split_distances
 from depinduce.models.cpcfg.config import CPCFGConfig
-from depinduce.models.neural import NeuralBackend
 
 EVAL_Z_SEED = 20190701  # eval_z: sample draws from this seed at every call, so dev losses are comparable
 
@@ -74,14 +74,13 @@ def gaussian_kl(mean: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
     return 0.5 * (logvar.exp() + mean.pow(2) - 1.0 - logvar).sum(-1)
 
 
-class CPCFG(NeuralBackend):
+class CPCFG(LikelihoodBackend):
     """Compound (or, with ``compound: false``, neural) PCFG over words; binary constituency trees."""
 
     name = "cpcfg"
     description = ("Compound PCFG (Kim et al. 2019): neural PCFG with a per-sentence latent, trained by the ELBO "
                    "(compound=false: the neural PCFG); constituency")
-    capabilities = Capabilities(dependency=False, constituency=True, trainable=True, supervised=False,
-                                objective="likelihood")
+    induces = Induces(dependency=False, constituency=True)
     default_recipes = {"cpu": "cpcfg-ptb-cpu", "cuda": "cpcfg-ptb"}
     config_class = CPCFGConfig
 

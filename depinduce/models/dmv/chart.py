@@ -13,20 +13,24 @@ half-span wider than h itself must contain a dependent of h, so valence = (span 
 - ``open_r[i, j] = sum_k arc_r[i, k] + closed_r[k, j]``.
 
 The only Python loop is over the span width; every split point of every span of that width, of every sentence,
-is one tensor operation (strided views of the chart, as in supar's Eisner).  In the log semiring the result is
-log Z and autograd of it gives expected counts / arc marginals (inside-outside); in the max semiring it is the
-best tree's log-probability and its gradient is the indicator of that tree (``torch.max`` routes the gradient to
-one argument, so ties give one tree).  O(n^3) time and O(n^2) memory per sentence.
+is one tensor operation (strided views of the chart, as in supar's Eisner).  The recursion is the DMV's own (its
+valence and stop factors do not fit the plain first-order chart of :mod:`depinduce.structures.projective`), its
+semiring the shared one (:mod:`depinduce.structures.semirings`): in the log semiring the result is log Z and
+autograd of it gives expected counts / arc marginals (inside-outside); in the max semiring it is the best tree's
+log-probability and its gradient is the indicator of that tree (``torch.max`` routes the gradient to one
+argument, so ties give one tree).  O(n^3) time and O(n^2) memory per sentence.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 
-Semiring = Literal["log", "max"]
+from depinduce.structures.semirings import Semiring as SemiringOps
+from depinduce.structures.semirings import SemiringName, as_semiring
+
+Semiring = SemiringName  # the name the model's signatures use: "log" or "max"
 
 
 @dataclass
@@ -56,18 +60,9 @@ def stripe(x: torch.Tensor, n: int, w: int, offset: tuple[int, int] = (0, 0), ho
                         storage_offset=(offset[0] * size + offset[1]) * numel)
 
 
-def _reduce(x: torch.Tensor, dim: int, semiring: Semiring) -> torch.Tensor:
-    if semiring == "log":
-        return torch.logsumexp(x, dim)
-    return x.max(dim).values
-
-
-def _pair(a: torch.Tensor, b: torch.Tensor, semiring: Semiring) -> torch.Tensor:
-    return _reduce(torch.stack((a, b)), 0, semiring)
-
-
-def inside(scores: SentenceScores, semiring: Semiring = "log") -> torch.Tensor:
+def inside(scores: SentenceScores, semiring: SemiringName | SemiringOps = "log") -> torch.Tensor:
     """log Z (log semiring) or the best tree's log-probability (max semiring) of each sentence, shape (B,)."""
+    ring = as_semiring(semiring)
     attach_r, attach_l = scores.attach_r, scores.attach_l
     n_words, batch = attach_r.shape[0], attach_r.shape[2]
     stop_r0, stop_r1, stop_l0, stop_l1 = scores.stop
@@ -85,28 +80,24 @@ def inside(scores: SentenceScores, semiring: Semiring = "log") -> torch.Tensor:
         first_r = cont_r0[heads_r] + closed_l.diagonal(w - 1)[:, 1:].t()  # closed_l[i + 1, j]
         first_l = cont_l0[heads_l] + closed_r.diagonal(w - 1)[:, :-1].t()  # closed_r[i, j - 1]
         if w > 1:
-            later_r = cont_r1[heads_r] + _reduce(
-                stripe(open_r, n, w - 1, (0, 1)) + stripe(closed_l, n, w - 1, (2, w), horizontal=False), 1,
-                semiring)
-            later_l = cont_l1[heads_l] + _reduce(
-                stripe(closed_r, n, w - 1, (0, 0)) + stripe(open_l, n, w - 1, (1, w), horizontal=False), 1,
-                semiring)
-            first_r, first_l = _pair(first_r, later_r, semiring), _pair(first_l, later_l, semiring)
+            later_r = cont_r1[heads_r] + ring.dot(
+                stripe(open_r, n, w - 1, (0, 1)), stripe(closed_l, n, w - 1, (2, w), horizontal=False), 1)
+            later_l = cont_l1[heads_l] + ring.dot(
+                stripe(closed_r, n, w - 1, (0, 0)), stripe(open_l, n, w - 1, (1, w), horizontal=False), 1)
+            first_r, first_l = ring.plus(first_r, later_r), ring.plus(first_l, later_l)
         arc_r.diagonal(w).copy_((first_r + attach_r.diagonal(w).t()).t())
         arc_l.diagonal(w).copy_((first_l + attach_l.diagonal(w).t()).t())
         # complete: the last dependent's own outer side closed
-        grown_r = _reduce(stripe(arc_r, n, w, (0, 1)) + stripe(closed_r, n, w, (1, w), horizontal=False), 1,
-                          semiring)
-        grown_l = _reduce(stripe(closed_l, n, w, (0, 0)) + stripe(arc_l, n, w, (0, w), horizontal=False), 1,
-                          semiring)
+        grown_r = ring.dot(stripe(arc_r, n, w, (0, 1)), stripe(closed_r, n, w, (1, w), horizontal=False), 1)
+        grown_l = ring.dot(stripe(closed_l, n, w, (0, 0)), stripe(arc_l, n, w, (0, w), horizontal=False), 1)
         open_r.diagonal(w).copy_(grown_r.t())
         open_l.diagonal(w).copy_(grown_l.t())
         closed_r.diagonal(w).copy_((grown_r + stop_r1[heads_r]).t())
         closed_l.diagonal(w).copy_((grown_l + stop_l1[heads_l]).t())
-    return _root(scores, closed_l, closed_r, semiring)
+    return _root(scores, closed_l, closed_r, ring)
 
 
-def _root(scores: SentenceScores, closed_l: torch.Tensor, closed_r: torch.Tensor, semiring: Semiring
+def _root(scores: SentenceScores, closed_l: torch.Tensor, closed_r: torch.Tensor, ring: SemiringOps
           ) -> torch.Tensor:
     """Combine each root candidate r: root score + its closed left half [0, r] + its closed right half [r, n-1]."""
     n_words, batch = scores.root.shape
@@ -115,5 +106,5 @@ def _root(scores: SentenceScores, closed_l: torch.Tensor, closed_r: torch.Tensor
     right = closed_r.gather(1, last.view(1, 1, batch).expand(n_words, 1, batch)).squeeze(1)  # closed_r[r, n-1]
     total = scores.root + left + right
     positions = torch.arange(n_words, device=total.device).unsqueeze(1)
-    total = total.masked_fill(positions > last.unsqueeze(0), float("-inf"))
-    return _reduce(total, 0, semiring)
+    total = total.masked_fill(positions > last.unsqueeze(0), ring.zero)  # padding: no root there
+    return ring.sum(total, 0)

@@ -30,11 +30,13 @@ from depinduce.data.normalize import Normalization
 from depinduce.data.vocab import Vocab
 from depinduce.errors import UsageError
 from depinduce.io.initial_graphs import InitialGraph
-from depinduce.models.base import Capabilities, OwnDecoder, ParseScores, described_decoders
+from depinduce.models.base import Induces, OwnDecoder, ParseScores, described_decoders
+from depinduce.models.contracts import EMBackend
 from depinduce.models.dmv.chart import Semiring, SentenceScores, inside
 from depinduce.models.dmv.config import DMVConfig
 from depinduce.models.dmv.decoder_info import DECODERS
-from depinduce.models.neural import NeuralBackend, pad_batch
+from depinduce.models.neural import pad_batch
+from depinduce.models.views import TaggedWords
 from depinduce.structures.sentence import Sentence
 
 LEFT, RIGHT = 0, 1
@@ -120,7 +122,7 @@ def _tags(sentence: Sentence, view: str) -> list[str]:
     return list(tags)
 
 
-class DMV(NeuralBackend):
+class DMV(EMBackend):
     """Dependency Model with Valence over a token view (gold tags or frequent words), trained by EM."""
 
     name = "dmv"
@@ -128,8 +130,8 @@ class DMV(NeuralBackend):
                    "words, EM from the harmonic initialiser; reads tags from CoNLL-U")
     # objective "em": ``depinduce train`` runs :class:`depinduce.training.em.EMTrainer`, not gradient steps
     head_probs = "scores"  # the arc marginals of its inside-outside (score_tensors)
-    capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=False,
-                                objective="em", reads_tags=True)
+    induces = Induces(dependency=True, constituency=False)
+    input_view = TaggedWords()  # the visible tokens with their tags (parse_sentences)
     default_recipes = {"cpu": "dmv-ptb-cpu", "cuda": "dmv-ptb-cpu"}
     default_decoder = "dmv-viterbi"
     config_class = DMVConfig

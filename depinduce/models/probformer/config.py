@@ -1,5 +1,6 @@
 """Probabilistic Transformer hyperparameters; the defaults are the paper's PTB masked-LM setting (Wu and Tu 2023,
-appendix E, and the authors' ``crf-mlm-ptb`` configuration; see design/models.md), and the ROOT variant's switches
+appendix E, and the authors' ``crf-mlm-ptb`` configuration; see docs/models-reference.md), and the ROOT variant's
+switches
 default to what the authors' ``RootedHeadProbEncoder`` does."""
 
 from __future__ import annotations

@@ -66,4 +66,4 @@ def authors_decoders(*, root_node: bool) -> dict[str, OwnDecoder]:
         "probformer-argmax": lambda scores: argmax_tree(probabilities(scores), root_node=root_node),
         "probformer-nonprojective": lambda scores: root_reweighted_tree(probabilities(scores)),
         "probformer-projective": lambda scores: eisner_single(probabilities(scores)),
-    })
+    }, not_trees={"probformer-argmax"})

@@ -1,4 +1,4 @@
-"""Mean-field inference in the Probabilistic Transformer's CRF, exactly as design/models.md states it.
+"""Mean-field inference in the Probabilistic Transformer's CRF, exactly as docs/models-reference.md states it.
 
 Variables: a latent label Z_i ∈ {1..d} per word and, in each channel c of C, a head H^c_i over the other words
 (and ROOT in the root variant).  Unary score of Z_i = a: x_i[a], the word's embedding row.  Ternary score of
@@ -16,7 +16,7 @@ Asynchronous updates (paper section 2.3.2), ``n_iter`` times, starting from q_z 
 The factor d on the head logits is the paper's message weight λ_H = 1/d (section 2.3.3, appendix A.5; the label
 messages keep λ_Z = 1), as the authors' code applies it.  Dropout (rate ``dropout``) is applied to q_z after every
 update — so also to the final q_z, the contextual representation the output layer reads — and to the head
-marginals Q_h (after their softmax) before they send messages, as design/models.md states it and as the authors'
+marginals Q_h (after their softmax) before they send messages, as docs/models-reference.md states it and as the authors'
 asynchronous branch does (``async_update = true``, every configuration of theirs).  Only their synchronous branch,
 which depinduce does not implement, drops the head logits instead.
 

@@ -38,9 +38,10 @@ from torch import nn
 
 from depinduce.data.vocab import Vocab
 from depinduce.errors import ModelError, UsageError
-from depinduce.models.base import Capabilities, ParseScores
+from depinduce.models.base import Induces, ParseScores
+from depinduce.models.contracts import MaskedLMBackend
 from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap
-from depinduce.models.neural import LinearOutputLayer, MaskedLMBackend, pad_batch
+from depinduce.models.neural import LinearOutputLayer, pad_batch
 from depinduce.models.probformer.config import ProbFormerConfig
 from depinduce.models.probformer.decoders import authors_decoders
 from depinduce.models.probformer.inference import Marginals, MeanField
@@ -76,7 +77,7 @@ class ProbFormer(LinearOutputLayer, MaskedLMBackend):
 
     name = "probformer"
     description = "Probabilistic Transformer (Wu and Tu 2023): CRF over latent labels and heads, mean-field inference"
-    capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=False, objective="mlm")
+    induces = Induces(dependency=True, constituency=False)
     head_probs = "scores"  # its head marginals Q_h (the channels' average, or --channel's)
     default_recipes = {"cpu": "probformer-ptb-cpu", "cuda": "probformer-ptb"}
     config_class = ProbFormerConfig

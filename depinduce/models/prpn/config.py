@@ -1,5 +1,5 @@
 """PRPN hyperparameters; the defaults are the paper's unsupervised-parsing setting (Shen et al. 2018, section 6.3,
-and design/models.md): emb 200, hidden 400, 2 reading layers, 15 memory slots, look-back 5, resolution 0.1,
+and docs/models-reference.md): emb 200, hidden 400, 2 reading layers, 15 memory slots, look-back 5, resolution 0.1,
 dropout 0.2, hard gates, tied output layer."""
 
 from __future__ import annotations

@@ -27,10 +27,11 @@ import torch
 from torch import nn
 
 from depinduce.data.vocab import Vocab
-from depinduce.models.base import Capabilities, ParseScores
+from depinduce.models.base import Induces, ParseScores
+from depinduce.models.contracts import NextWordLMBackend, StreamingLMBackend
 from depinduce.models.layers.dropout import apply_dropout
 from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap
-from depinduce.models.neural import LinearOutputLayer, NeuralBackend
+from depinduce.models.neural import LinearOutputLayer
 from depinduce.models.prpn.config import PRPNConfig
 from depinduce.models.prpn.parsing import ParsingNetwork, stick_breaking_gates
 from depinduce.models.prpn.reading import PredictNetwork, ReadingLayer
@@ -54,12 +55,12 @@ class StreamState:
         return cls(tensors[0], tensors[1], tensors[2], list(tensors[3:]))
 
 
-class PRPN(LinearOutputLayer, NeuralBackend):
+class PRPN(LinearOutputLayer, NextWordLMBackend, StreamingLMBackend):
     """Parsing-Reading-Predict Network: a next-word language model that induces constituency trees."""
 
     name = "prpn"
     description = "PRPN (Shen et al. 2018): language model with distance-gated skip connections; constituency"
-    capabilities = Capabilities(dependency=False, constituency=True, trainable=True, supervised=False, objective="lm")
+    induces = Induces(dependency=False, constituency=True)
     default_recipes = {"cpu": "prpn-ptb-cpu", "cuda": "prpn-ptb"}
     config_class = PRPNConfig
     parser_modules = ("parser",)  # what train.parser_lr applies to

@@ -19,7 +19,8 @@ from depinduce.models.layers.dropout import apply_dropout
 class ParsingNetwork(nn.Module):
     """Conv(kernel lookback+1) → BatchNorm → ReLU → two 1×1 heads (each on half the channels) → sigmoid.
 
-    The final squashing is a sigmoid, as in the authors' code and design/models.md; only the paper's eq. 8 writes
+    The final squashing is a sigmoid, as in the authors' code and docs/models-reference.md; only the paper's eq. 8
+    writes
     a ReLU (a ReLU head whose pre-activations start negative everywhere would never get a gradient again, and
     bounded distances keep the resolution r meaningful).
 

@@ -19,23 +19,25 @@ from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
 from depinduce.errors import ModelError, UsageError
 from depinduce.io.initial_graphs import InitialGraph
-from depinduce.models.base import Capabilities, ParseScores
-from depinduce.models.neural import NeuralBackend, pad_batch
+from depinduce.models.base import Induces, ParseScores
+from depinduce.models.contracts import RefinerBackend
+from depinduce.models.neural import pad_batch
 from depinduce.models.rngtr.bert import PieceTokenizer, bert_architecture, bert_state, copy_bert_weights
 from depinduce.models.rngtr.config import RNGTrConfig
 from depinduce.models.rngtr.decoders import AUTHORS_DECODERS
 from depinduce.models.rngtr.model import FinalScores, Graph, PassLogits, RNGTrNetwork
+from depinduce.models.views import WholeSentences
 
 
-class RNGTr(NeuralBackend):
+class RNGTr(RefinerBackend):
     """Graph-to-graph transformer: SynTr parses (pass 0), RNGTr refines up to T times."""
 
     name = "rngtr"
     description = ("RNGTr/SynTr (Mohammadshahi & Henderson 2021): supervised graph-to-graph transformer that parses "
                    "and refines any initial parse; reads UPOS, predicts labels")
     head_probs = "scores"  # the arc softmax of the final refinement pass (score_tensors)
-    capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=True,
-                                objective="supervised", whole_sentences=True, refines=True)
+    induces = Induces(dependency=True, constituency=False)
+    input_view = WholeSentences(refines=True)  # every token with its UPOS, and an initial graph to refine
     default_recipes = {"cpu": "rngtr-ud-cpu", "cuda": "rngtr-ud"}
     config_class = RNGTrConfig
     needs_tags: ClassVar[bool] = True

@@ -1,4 +1,4 @@
-"""RNGTr / SynTr hyperparameters (Mohammadshahi & Henderson 2021; ../shared/design/models.md, RNGTr section).
+"""RNGTr / SynTr hyperparameters (Mohammadshahi & Henderson 2021; docs/models-reference.md, RNGTr section).
 
 The paper's encoder is BERT-base; depinduce's default is a small transformer trained from scratch (fits a 2-core
 CPU budget).  The decoder sizes are the paper's: arc MLP 500, label MLP 100, LeakyReLU 0.1, dropout 0.33.

@@ -1,18 +1,30 @@
-"""StructFormer's own dependency decoder: the authors' test-time rule, ties included.
+"""StructFormer's own dependency decoders: the paper's argmax, and the authors' test-time rule, ties included.
 
 The authors (``test_phrase_grammar.py``) make every word whose height equals the sentence's greatest height a
 root, and give every other word the first position of its largest parent probability.  The shared ``argmax``
 decoder with word heights does the same except at a tie for the greatest height, where it keeps only the first
 of the tied words as the root and attaches the others to their best parents; this decoder keeps them all (the
 result then has several roots, as theirs has).
+
+Neither always gives a tree (cycles), so ``parse`` writes ``mst`` trees unless asked for them by name, even for a
+run whose ``train.decoder`` is ``structformer-argmax`` (the paper recipe's, which selects and reports with it).
 """
 
 from __future__ import annotations
 
 import torch
 
-from depinduce.models.base import ParseScores, described_decoders
+from depinduce.models.base import OwnDecoder, ParseScores, described_decoders
 from depinduce.models.structformer.decoder_info import DECODERS
+from depinduce.structures.decode import argmax_heads
+
+
+def height_argmax(scores: ParseScores) -> list[int]:
+    """The shared ``argmax`` decoder as StructFormer's paper decodes: the highest word (the first at a tie) is the
+    only root and every other word takes its best *word* head (:func:`argmax_heads` with ``root``)."""
+    if scores.heights is None:
+        return argmax_heads(scores.heads)
+    return argmax_heads(scores.heads, int(scores.heights.argmax()) + 1)
 
 
 def tied_root_argmax(scores: ParseScores) -> list[int]:
@@ -42,4 +54,8 @@ def tied_root_argmax(scores: ParseScores) -> list[int]:
     return [0 if root else head for root, head in zip(is_root, best)]
 
 
-OWN_DECODERS = described_decoders(DECODERS, {"structformer-argmax": tied_root_argmax})
+OWN_DECODERS = described_decoders(DECODERS, {"structformer-argmax": tied_root_argmax},
+                                  not_trees={"structformer-argmax"})
+# What ``--decoder argmax`` runs for StructFormer (``Backend.shared_decoder_forms``).
+SHARED_FORMS = {"argmax": OwnDecoder("each word's best head, the highest word the only root (the paper's argmax); "
+                                     "not always a tree", height_argmax, gives_trees=False)}

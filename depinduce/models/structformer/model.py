@@ -36,14 +36,15 @@ import torch
 from torch import nn
 
 from depinduce.data.vocab import Vocab
-from depinduce.models.base import Capabilities, ParseScores
+from depinduce.models.base import Induces, ParseScores
+from depinduce.models.contracts import MaskedLMBackend
 from depinduce.models.layers.dropout import apply_dropout
 from depinduce.models.layers.kernels import autocast_off
 from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap, should_recompute
-from depinduce.models.neural import LinearOutputLayer, MaskedLMBackend
+from depinduce.models.neural import LinearOutputLayer
 from depinduce.models.structformer.attention import StructFormerLayer
 from depinduce.models.structformer.config import StructFormerConfig
-from depinduce.models.structformer.decoders import OWN_DECODERS
+from depinduce.models.structformer.decoders import OWN_DECODERS, SHARED_FORMS
 from depinduce.models.structformer.parent import parent_distribution
 from depinduce.models.structformer.parser import SyntacticParser, calibrate_distances
 
@@ -68,13 +69,14 @@ class StructFormer(LinearOutputLayer, MaskedLMBackend):
 
     name = "structformer"
     description = "StructFormer (Shen et al. 2021): masked-LM transformer with dependency-constrained attention"
-    capabilities = Capabilities(dependency=True, constituency=True, trainable=True, supervised=False, objective="mlm")
+    induces = Induces(dependency=True, constituency=True)
     head_probs = "scores"  # its parent distribution, root probability in column 0 (score_tensors)
     default_recipes = {"cpu": "structformer-ptb-cpu", "cuda": "structformer-ptb"}
     config_class = StructFormerConfig
     parser_modules = ("parser",)  # what train.parser_lr applies to
     mixed_precision = True  # train.precision: bf16 (training/precision.py)
     own_decoders = OWN_DECODERS
+    shared_decoder_forms = SHARED_FORMS  # argmax: the highest word is the root, as in the paper
 
     def __init__(self, config: StructFormerConfig, vocab: Vocab) -> None:
         super().__init__(config, vocab)

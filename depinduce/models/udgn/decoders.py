@@ -50,4 +50,4 @@ def authors_argmax(p: np.ndarray) -> list[int]:
 AUTHORS_DECODERS = described_decoders(DECODERS, {
     "udgn-tree": lambda scores: authors_tree(word_probabilities(scores)),
     "udgn-argmax": lambda scores: authors_argmax(word_probabilities(scores)),
-})
+}, not_trees={"udgn-argmax"})

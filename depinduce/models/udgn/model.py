@@ -29,10 +29,11 @@ import torch
 from torch import nn
 
 from depinduce.data.vocab import Vocab
-from depinduce.models.base import Capabilities, ParseScores
+from depinduce.models.base import Induces, ParseScores
+from depinduce.models.contracts import MaskedLMBackend
 from depinduce.models.layers.dropout import apply_dropout
 from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap, should_recompute
-from depinduce.models.neural import LinearOutputLayer, MaskedLMBackend
+from depinduce.models.neural import LinearOutputLayer
 from depinduce.models.udgn.config import UDGNConfig
 from depinduce.models.udgn.decoders import AUTHORS_DECODERS
 from depinduce.models.udgn.dgn import DGNLayer, pair_directions
@@ -45,7 +46,7 @@ class UDGN(LinearOutputLayer, MaskedLMBackend):
 
     name = "udgn"
     description = "UDGN (Shen et al. 2022): masked LM over a parser-predicted soft dependency graph"
-    capabilities = Capabilities(dependency=True, constituency=False, trainable=True, supervised=False, objective="mlm")
+    induces = Induces(dependency=True, constituency=False)
     head_probs = "scores"  # the parser's head distribution p, self-mass as ROOT (score_tensors)
     default_recipes = {"cpu": "udgn-ptb-cpu", "cuda": "udgn-ptb"}
     config_class = UDGNConfig
