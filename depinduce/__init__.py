@@ -14,7 +14,7 @@ _API = ("load", "evaluate", "train", "Parser", "ParsedSentence", "Evaluation", "
         "Predictions", "Token", "list_models", "model_catalog", "ModelCatalog", "preprocess", "PreprocessOptions",
         "Normalization", "perplexity", "show", "show_text", "analyze_heads", "analyze_channels", "HeadAnalysis",
         "ChannelAnalysis")
-# the report sits a layer above the API: ``depinduce.report_runs`` is ``depinduce report``
+# ``depinduce.report_runs`` is ``depinduce report`` (the API's reporting package)
 _REPORT = ("report_runs",)
 _ERRORS = ("DepinduceError", "InputError", "UsageError", "RecipeError", "NotFoundError", "ModelError",
            "RunDirectoryError", "ResourceError")
@@ -28,7 +28,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     if name in _REPORT:
-        from depinduce.report import command
+        from depinduce.api.reporting import command
 
         return getattr(command, name)
     if name in _ERRORS:

@@ -16,6 +16,7 @@ machine with ``scripts/bench_authors.py`` (absolute figures from different machi
     python scripts/bench_train.py --model probformer --batch-tokens 2048 --seconds 60  # both recipes
     python scripts/bench_train.py --configs paper --set recompute_ffn=false
     python scripts/bench_train.py --model udgn --configs small --precision bf16   # train.precision: bf16
+    python scripts/bench_train.py --device cuda --precision tf32 --compile reduce-overhead   # train.compile
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ VOCAB_SIZE = 10_000  # depinduce's three special tokens included
 
 
 def depinduce_step_function(model_name: str, config: dict[str, Any], precision: str,
-                            device: str = "cpu") -> tuple[Any, Any]:
+                            device: str = "cpu", compile_mode: str = "off") -> tuple[Any, Any]:
     """The backend built at ``config`` over a 10,000-word vocabulary on ``device``, and its training loss for a
     batch exactly as the engine computes it (its objective: inputs prepared on the CPU, then moved to the device;
     under bfloat16 autocast with ``precision: bf16``, which backends that train in float32 only refuse with the
@@ -109,7 +110,9 @@ def depinduce_step_function(model_name: str, config: dict[str, Any], precision: 
     from depinduce.errors import RecipeError
     from depinduce.training.engine import trainable_class
     from depinduce.training.objectives import LossModule, objective_for
-    from depinduce.training.precision import autocast, check_precision
+    from depinduce.training.precision import autocast, check_precision, set_float32_products
+    from depinduce.training.shapes import StaticLoss, has_batch_statistics, pad_inputs
+    from depinduce.training.compiled_step import compiled
 
     vocab = Vocab([f"w{i}" for i in range(VOCAB_SIZE - 3)])
     model_class = trainable_class(model_name)
@@ -122,9 +125,16 @@ def depinduce_step_function(model_name: str, config: dict[str, Any], precision: 
     objective = objective_for(model_class.capabilities.objective, mask_rate=0.3, vocab_size=len(vocab))
     objective.check_model(model)
     loss_module = LossModule(model, objective)
+    set_float32_products(precision, where)
+    if compile_mode != "off":  # train.compile: the static-shape step, compiled (training/compiled_step.py)
+        static = StaticLoss(model, objective.name, mask_index=vocab.mask_index, boundary_index=len(vocab))
+        loss_module = compiled(static, compile_mode, where, lambda line: print(line, file=sys.stderr))
+    pad_rows = not has_batch_statistics(model)
 
     def loss(tokens: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         inputs = objective.prepare(tokens, mask, generator=generator)
+        if compile_mode != "off":
+            inputs = pad_inputs(objective.name, inputs, vocab.pad_index, pad_rows=pad_rows)
         inputs = {key: value.to(where, non_blocking=True) for key, value in inputs.items()}
         with autocast(precision, where):  # as the engine's training step
             return loss_module(**inputs)[0]
@@ -139,7 +149,8 @@ def training_step(model: Any, loss_of: Any, seed: int) -> Any:
     import torch
 
     model.train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-4, eps=1e-9, weight_decay=1.2e-6)
+    fused = {"fused": True} if all(p.is_cuda for p in model.parameters()) else {}  # as training/optim.py
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-4, eps=1e-9, weight_decay=1.2e-6, **fused)
     generator = torch.Generator().manual_seed(seed)
 
     def step(lengths: list[int]) -> int:
@@ -154,23 +165,24 @@ def training_step(model: Any, loss_of: Any, seed: int) -> Any:
 
 
 def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds: float, batch_tokens: int,
-           seed: int, precision: str = "fp32", device: str = "cpu") -> dict[str, object]:
+           seed: int, precision: str = "fp32", device: str = "cpu", compile_mode: str = "off") -> dict[str, object]:
     import torch
 
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     where = torch.device(device)
-    model, loss_of = depinduce_step_function(model_name, model_config, precision, device)
+    model, loss_of = depinduce_step_function(model_name, model_config, precision, device, compile_mode)
     batches = bucketed_batches(sentence_lengths(20_000, seed), batch_tokens, seed)
     step = training_step(model, loss_of, seed)
-    for lengths in batches[:2]:  # warm-up: allocator, oneDNN kernels
+    warm = 2 if compile_mode == "off" else 8  # warm-up: allocator, oneDNN kernels (compiled: the first shapes)
+    for lengths in batches[:warm]:
         step(lengths)
     words = 0
     steps = 0
     synchronize(where)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
-    for lengths in batches[2:]:
+    for lengths in batches[warm:]:
         words += step(lengths)
         steps += 1
         if time.perf_counter() - start > seconds:
@@ -181,6 +193,7 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
     return {
         "threads": threads,
         "precision": precision,
+        "compile": compile_mode,
         "steps": steps,
         "tokens": words,
         "seconds": round(elapsed, 2),
@@ -244,15 +257,18 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="timed training per configuration")
     parser.add_argument("--batch-tokens", type=int, default=4096)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                        help="train.precision: bf16 runs each forward pass under bfloat16 autocast")
+    parser.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default="fp32",
+                        help="train.precision: bf16 runs each forward pass under bfloat16 autocast; tf32 (CUDA) "
+                             "rounds float32 products' operands to TF32")
+    parser.add_argument("--compile", choices=("off", "default", "reduce-overhead"), default="off",
+                        help="train.compile: the static-shape step under torch.compile")
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:N] (as depinduce train --device)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # JSON model_config: run one configuration here
     args = parser.parse_args()
 
     if args.worker:
         print(json.dumps(worker(args.model, json.loads(args.worker), args.threads, args.seconds,
-                                args.batch_tokens, args.seed, args.precision, args.device)))
+                                args.batch_tokens, args.seed, args.precision, args.device, args.compile)))
         return
     table = CONFIGS[args.model]
     names = chosen_configs(args.model, args.configs)
@@ -261,7 +277,7 @@ def main() -> None:
         command = [sys.executable, __file__, "--model", args.model, "--worker", json.dumps(model_config),
                    "--threads", str(args.threads), "--seconds", str(args.seconds),
                    "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed),
-                   "--precision", args.precision, "--device", args.device]
+                   "--precision", args.precision, "--device", args.device, "--compile", args.compile]
         finished = subprocess.run(command, capture_output=True, text=True)
         if finished.returncode != 0:
             sys.exit(f"{args.model}/{name}: the benchmark worker failed (exit {finished.returncode}):\n"

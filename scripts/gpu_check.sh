@@ -1,25 +1,43 @@
 #!/usr/bin/env bash
-# GPU figures in one go (≤ 8 minutes on an H100/H200), printed as one table: the StructFormer and UDGN paper
-# networks trained alone, then 4 seeds at once on the same GPU (`train --seeds 0-3 --jobs 4`), in training
-# tokens/s (each run's tokens read / its seconds in training steps, from metrics.jsonl) and their sum.
+# GPU figures in one go (≤ 8 minutes on an H100/H200 with the defaults), printed as ONE table: ops per step
+# (scripts/count_ops.py, when present), the authors' code beside depinduce (when their checkouts are given),
+# training tokens/s of the paper networks at the recipes' 4,096-token batch for precision fp32/tf32/bf16 × compile
+# off/default/reduce-overhead (scripts/bench_train.py), and end-to-end `depinduce train` tokens/s of the paper
+# recipes (each run's tokens read / its seconds in training steps, from metrics.jsonl).
 #
-#   bash scripts/gpu_check.sh            # from the repository root, on the machine with the GPU
+#   bash scripts/gpu_check.sh                   # from the repository root, on the machine with the GPU
+#   GPU_CHECK_DRY=1 bash scripts/gpu_check.sh   # on a CPU: tiny networks, seconds per cell (proves the script)
 #
 # Nothing is fetched from the network: the package is installed with `pip install --no-deps -e .` against the
 # torch already there; the text is NLTK's Brown corpus when NLTK_DATA (or ./shared or ../shared/nltk_data) has it,
-# else a generated corpus of the same size.  Knobs (environment): GPU_CHECK_TOKENS (per run, default 2M),
-# GPU_CHECK_JOBS (default 4), GPU_CHECK_MODELS (default "structformer udgn"), GPU_CHECK_DEVICE (default cuda),
-# GPU_CHECK_MINUTES (each run's --max-time, default 0.75), GPU_CHECK_LIMIT (hard limit in seconds per training
-# command, default 100: 4 commands stay under 8 minutes with the set-up), GPU_CHECK_INSTALL=0 (already installed).
+# else a generated corpus of the same size.  Knobs (environment): GPU_CHECK_MODELS (default "structformer udgn"),
+# GPU_CHECK_DEVICE (default cuda), GPU_CHECK_MINUTES (each end-to-end run's --max-time, default 1.25),
+# GPU_CHECK_LIMIT (hard limit in seconds per training command, default 110), GPU_CHECK_CELL (seconds timed per
+# benchmark cell, default 5) and GPU_CHECK_CELL_LIMIT (hard limit per cell, compilation included, default 12: the
+# 18 cells and 2 runs of the defaults stay under 8 minutes), GPU_CHECK_PRECISIONS (default "fp32 tf32 bf16"),
+# GPU_CHECK_COMPILES (default "off default reduce-overhead"), GPU_CHECK_STRUCTFORMER / GPU_CHECK_UDGN (the
+# authors' checkouts: google-research's folder holding structformer/, yikangshen/UDGN; unset: no authors' rows),
+# GPU_CHECK_INSTALL=0 (already installed), GPU_CHECK_DRY=1 (CPU dry run: tiny networks, a small generated corpus).
+# A cell over its limit reads "over limit" (raise GPU_CHECK_CELL_LIMIT where compilation takes longer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python}"
-TOKENS="${GPU_CHECK_TOKENS:-2M}"
-JOBS="${GPU_CHECK_JOBS:-4}"
 MODELS="${GPU_CHECK_MODELS:-structformer udgn}"
 DEVICE="${GPU_CHECK_DEVICE:-cuda}"
-MINUTES="${GPU_CHECK_MINUTES:-0.75}"
-LIMIT="${GPU_CHECK_LIMIT:-100}"
+MINUTES="${GPU_CHECK_MINUTES:-1.25}"
+LIMIT="${GPU_CHECK_LIMIT:-110}"
+CELL="${GPU_CHECK_CELL:-5}"
+CELL_LIMIT="${GPU_CHECK_CELL_LIMIT:-12}"
+PRECISIONS="${GPU_CHECK_PRECISIONS:-fp32 tf32 bf16}"
+COMPILES="${GPU_CHECK_COMPILES:-off default reduce-overhead}"
+DRY="${GPU_CHECK_DRY:-0}"
+CONFIG=(--configs paper)
+TRAIN_SETS=()
+if [ "$DRY" = 1 ]; then  # a CPU proof of the script: tiny networks, a small corpus, seconds per cell
+  DEVICE=cpu; MINUTES="${GPU_CHECK_MINUTES:-0.1}"; CELL="${GPU_CHECK_CELL:-1}"
+  CONFIG=(--configs small --set hidden_size=32 --set n_layers=1)
+  TRAIN_SETS=(--set model_config.hidden_size=32 --set model_config.n_layers=1 --set epochs=1 --set dev_parse=false)
+fi
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
@@ -44,62 +62,108 @@ print(f"torch {torch.__version__}, device {name}", file=sys.stderr)
 PY
 
 # the text: Brown (57k sentences) through `preprocess text`, or a generated corpus of the same size
-if [ -n "${NLTK_DATA:-}" ]; then
+if [ -n "${NLTK_DATA:-}" ] && [ "$DRY" != 1 ]; then
   SOURCE="NLTK Brown"
   "$PY" -m depinduce preprocess text --nltk-corpus brown --out "$WORK/data" --quiet
 else
   SOURCE="generated text"
-  "$PY" - "$WORK/text.txt" <<'PY'
+  "$PY" - "$WORK/text.txt" "$([ "$DRY" = 1 ] && echo 2000 || echo 57000)" <<'PY'
 import random, sys
 rng = random.Random(0)
 words = [f"w{i}" for i in range(8000)]
 weights = [1 / (rank + 1) for rank in range(len(words))]  # Zipf, as in text
 with open(sys.argv[1], "w") as out:
-    for _ in range(57000):
+    for _ in range(int(sys.argv[2])):
         out.write(" ".join(rng.choices(words, weights, k=rng.randint(5, 35))) + "\n")
 PY
   "$PY" -m depinduce preprocess text --one-per-line "$WORK/text.txt" --out "$WORK/data" --quiet
 fi
 
-train() {  # MODEL OUT ARGS…: one training command, bounded in time; its stderr kept for the table's notes
-  local model="$1" out="$2"; shift 2
-  timeout "$LIMIT" "$PY" -m depinduce train --recipe "$model-ptb" --data "$WORK/data" --device "$DEVICE" \
-    --max-tokens "$TOKENS" --max-time "$MINUTES" --out "$out" --quiet "$@" >"$out.log" 2>&1 || echo "$out: exit code $?" >>"$WORK/failed"
+RESULTS="$WORK/results.jsonl"
+touch "$RESULTS"
+note() {  # MODEL WHAT PRECISION COMPILE NOTE: a row without a figure
+  "$PY" -c 'import json,sys; print(json.dumps(dict(zip(("model","what","precision","compile","note"),sys.argv[1:]))))' \
+    "$@" >>"$RESULTS"
 }
+
+# 1. ops per step (the models engineer's scripts/count_ops.py), as it prints them
+if [ -f scripts/count_ops.py ]; then
+  echo "== ops per step" >&2
+  if timeout "$CELL_LIMIT" "$PY" scripts/count_ops.py --device "$DEVICE" >"$WORK/ops.txt" 2>"$WORK/ops.err"; then
+    while IFS= read -r line; do [ -n "$line" ] && note "-" "ops per step" "-" "-" "$line"; done <"$WORK/ops.txt"
+  else
+    note "-" "ops per step" "-" "-" "count_ops.py failed: $(tail -1 "$WORK/ops.err")"
+  fi
+else
+  note "-" "ops per step" "-" "-" "scripts/count_ops.py is not in this checkout"
+fi
+
+# 2. the authors' code beside depinduce (bench_authors.py: the same batches and step on both sides)
 for model in $MODELS; do
-  echo "== $model: alone, then $JOBS at once" >&2
-  train "$model" "$WORK/$model-alone" --seed 0
-  train "$model" "$WORK/$model-jobs" --seeds "0-$((JOBS - 1))" --jobs "$JOBS"
+  case "$model" in structformer) authors="${GPU_CHECK_STRUCTFORMER:-}";; udgn) authors="${GPU_CHECK_UDGN:-}";; *) authors="";; esac
+  if [ -z "$authors" ]; then
+    note "$model" "authors' code" "fp32" "off" "not measured: set GPU_CHECK_$(echo "$model" | tr a-z A-Z) to their checkout"
+    continue
+  fi
+  echo "== $model: the authors' code" >&2
+  timeout "$LIMIT" "$PY" scripts/bench_authors.py --model "$model" --authors "$authors" "${CONFIG[@]}" \
+    --device "$DEVICE" --rounds 1 >"$WORK/authors-$model.json" 2>"$WORK/authors-$model.err" \
+    && "$PY" - "$model" "$WORK/authors-$model.json" >>"$RESULTS" <<'PY' || note "$model" "authors' code" fp32 off "failed: $(tail -1 "$WORK/authors-$model.err")"
+import json, sys
+record = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
+speeds = {k: v for k, v in record.items() if "tokens_per_s" in k}
+for side in ("authors", "depinduce"):
+    value = next((v for k, v in speeds.items() if k.startswith(side)), None)
+    print(json.dumps({"model": sys.argv[1], "what": f"{side} (bench_authors.py)", "precision": "fp32",
+                      "compile": "off", "tokens_per_s": value}))
+PY
 done
 
-"$PY" - "$WORK" "$JOBS" "$SOURCE" $MODELS <<'PY'
+# 3. precision × compile at the recipes' 4,096-token batch (bench_train.py; a fresh process per cell)
+for model in $MODELS; do
+  for precision in $PRECISIONS; do
+    for mode in $COMPILES; do
+      echo "== $model: $precision, compile $mode" >&2
+      out="$WORK/bench-$model-$precision-$mode"
+      if timeout "$CELL_LIMIT" "$PY" scripts/bench_train.py --model "$model" "${CONFIG[@]}" --device "$DEVICE" \
+          --precision "$precision" --compile "$mode" --seconds "$CELL" --batch-tokens 4096 >"$out.json" 2>"$out.err"; then
+        "$PY" -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().splitlines()[-1]); print(json.dumps({"model": sys.argv[2], "what": "bench_train.py step", "precision": sys.argv[3], "compile": sys.argv[4], "tokens_per_s": r["tokens_per_s"], "note": str(r["steps"]) + " steps"}))' \
+          "$out.json" "$model" "$precision" "$mode" >>"$RESULTS"
+      elif [ "$?" = 124 ]; then
+        note "$model" "bench_train.py step" "$precision" "$mode" "over limit (${CELL_LIMIT} s, compilation included)"
+      else
+        note "$model" "bench_train.py step" "$precision" "$mode" "$(grep -v '^\s*$' "$out.err" | tail -1 | cut -c1-150)"
+      fi
+    done
+  done
+done
+
+# 4. end to end: `depinduce train` with the paper recipe, as it ships
+for model in $MODELS; do
+  echo "== $model: depinduce train --recipe $model-ptb" >&2
+  out="$WORK/train-$model"
+  if timeout "$LIMIT" "$PY" -m depinduce train --recipe "$model-ptb" --data "$WORK/data" --device "$DEVICE" \
+      --max-time "$MINUTES" --out "$out" --quiet "${TRAIN_SETS[@]}" >"$out.log" 2>&1; then
+    "$PY" - "$out" "$model" >>"$RESULTS" <<'PY'
 import json, sys
-from pathlib import Path
+records = [json.loads(line) for line in open(sys.argv[1] + "/metrics.jsonl")]
+last = records[-1]
+print(json.dumps({"model": sys.argv[2], "what": "depinduce train (paper recipe)", "precision": "fp32",
+                  "compile": "off", "tokens_per_s": last["tokens_seen"] / last["train_s"] if last.get("train_s") else None,
+                  "note": f"{last['tokens_seen']:,} tokens in {last.get('train_s', 0):.0f} s of steps"}))
+PY
+  else
+    note "$model" "depinduce train (paper recipe)" fp32 off "exit $?: $(tail -1 "$out.log" | cut -c1-150)"
+  fi
+done
 
-work, jobs, source, models = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-
-def speed(run: Path) -> float | None:
-    try:
-        record = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
-        return record["tokens_seen"] / record["train_s"]
-    except (OSError, IndexError, KeyError, ValueError, ZeroDivisionError):
-        return None
-
-print(f"| model (paper recipe), {source} | runs at once | tokens/s per run | together | vs one alone |")
-print("|---|--:|--:|--:|--:|")
-for model in models:
-    alone = speed(work / f"{model}-alone")
-    each = [speed(work / f"{model}-jobs" / f"seed-{s}") for s in range(jobs)]
-    got = [s for s in each if s is not None]
-    fmt = lambda v: "–" if v is None else f"{v:,.0f}"
-    print(f"| {model} | 1 | {fmt(alone)} | {fmt(alone)} | 1.00× |")
-    together = sum(got) if len(got) == jobs else None
-    ratio = f"{together / alone:.2f}×" if together and alone else "–"
-    print(f"| {model} | {jobs} | {' / '.join(fmt(s) for s in each)} | {fmt(together)} | {ratio} |")
-failed = work / "failed"
-if failed.is_file():
-    for line in failed.read_text().splitlines():
-        log = Path(line.split(":")[0] + ".log")
-        tail = log.read_text().strip().splitlines()[-1:] if log.is_file() else []
-        print(f"failed: {line} {tail[0] if tail else ''}")
+"$PY" - "$RESULTS" "$SOURCE" "$DEVICE" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+print(f"| model | what ({sys.argv[2]}, {sys.argv[3]}) | precision | compile | tokens/s | note |")
+print("|---|---|---|---|--:|---|")
+for r in rows:
+    speed = r.get("tokens_per_s")
+    figure = "–" if speed is None else f"{speed:,.0f}"
+    print(f"| {r['model']} | {r['what']} | {r['precision']} | {r['compile']} | {figure} | {r.get('note', '')} |")
 PY

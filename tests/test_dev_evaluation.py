@@ -108,3 +108,15 @@ def test_the_dmv_computes_only_the_chart_its_decoder_reads(dmv: DMV, dev: DevTre
     parsed = list(parse(sentences, dmv, ParseRequest(decoder=decoder, probs=probs), progress=False))
     assert computed == semirings  # one batch: each chart once
     assert all(s.heads is not None and len(s.heads) == len(s.words) for s in parsed)
+
+
+def test_a_backend_reading_whole_sentences_is_not_scored_on_dev_trees(dev: DevTreebank) -> None:
+    """RNGTr reads every token with its UPOS, which dev.trees (words and Penn tags) lacks: on a data folder of
+    ``preprocess ptb`` its dev metrics are the dependency ones, not a refusal to train."""
+    from depinduce.models.registry import backend_class
+
+    cls = backend_class("rngtr")
+    assert dev.trees and dev.dependencies and cls.capabilities.whole_sentences
+    wanted = dev.available(cls)
+    assert "dev_uf1" not in wanted and "dev_dda" in wanted and "dev_las" in wanted
+    assert "dev_uf1" in dev.available(backend_class("structformer"))

@@ -214,7 +214,7 @@ def test_cells_are_safe_for_spreadsheets_markdown_and_latex() -> None:
 
 
 def test_report_csv_and_latex_cells_are_escaped() -> None:
-    from depinduce.report.render import _csv, latex_escape
+    from depinduce.api.reporting.render import _csv, latex_escape
 
     class Group:  # the attributes rendering reads
         label, model, test, test_label, n = "=HYPERLINK(\"x\")", "dmv", Path("a\nb|c"), "a\nb|c", 1

@@ -27,7 +27,6 @@ LEVELS: dict[str, int] = {
     "pipeline": 5,
     "training": 6, "analysis": 6, "pictures": 6,
     "api": 7,
-    "report": 8,
     "cli": 9,
     "__main__": 10,
 }
@@ -112,10 +111,8 @@ def test_training_a_backend_does_not_import_nltk() -> None:
 
 # The command line only parses options and calls the API (issue 47): a ``depinduce/cli`` module imports, of the
 # package, only the API, the errors, the display helpers and the CLI's own modules; of the rest, click, rich and
-# the standard library.  The report alone sits above the API (it scores runs through the API's parser), so no
-# API function can hold it: ``cli/report.py`` calls the report layer's own function (``depinduce.report_runs``).
+# the standard library.
 CLI_LAYERS = {"api", "errors", "display", "cli"}
-CLI_ABOVE_API = {"report.py": {"report"}}
 CLI_THIRD_PARTY = {"click", "rich"}
 _MODULE_STRING = re.compile(r"depinduce(?:\.\w+)+(?::\w+)?")  # "depinduce.cli.eval:eval_command"
 
@@ -133,7 +130,7 @@ def cli_import_problems(root: Path = PACKAGE) -> list[str]:
     root_names = {"__version__", *depinduce.api.__all__, *errors}
     found: list[tuple[str, int, str]] = []
     for path in sorted((root / "cli").rglob("*.py")):
-        allowed = CLI_LAYERS | CLI_ABOVE_API.get(path.name, set())
+        allowed = CLI_LAYERS
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for node in ast.walk(tree):
             modules: list[str] = []
@@ -178,7 +175,6 @@ def test_the_cli_check_sees_each_way_past_the_api(tmp_path: Path) -> None:
     (cli / "bad.py").write_text("import numpy\nfrom depinduce import io, report_runs\n"
                                 "def f():\n    from ..parsing import parse\n"
                                 "TARGET = 'depinduce.training.engine:train'\n")
-    (cli / "report.py").write_text("from depinduce.report.command import report_runs\n")
     assert cli_import_problems(tmp_path / "depinduce") == [
         "depinduce/cli/bad.py:1: numpy", "depinduce/cli/bad.py:2: depinduce.io",
         "depinduce/cli/bad.py:2: depinduce.report_runs", "depinduce/cli/bad.py:4: depinduce.parsing",

@@ -28,7 +28,7 @@ from depinduce.models.prpn.reading import PredictNetwork, ReadingLayer, gated_at
 from depinduce.structures.spans import (
     binary_tree_from_distances, labelled_spans, word_depths_to_split_distances,
 )
-from depinduce.training import engine
+from depinduce.training.gradient import GradientLoop
 from depinduce.training.config import load_recipe, resolve_config
 from depinduce.training.engine import TrainOptions, train
 from training_support import REPO, make_data, one_thread  # noqa: F401
@@ -502,15 +502,15 @@ def test_continuous_mode_trains_resumes_exactly_and_reports_perplexity(tmp_path:
 
     # stop after 7 steps (mid first epoch, the carried state non-zero), then resume
     run = tmp_path / "run"
-    original = engine.Trainer._stop_reason
-    monkeypatch.setattr(engine.Trainer, "_stop_reason",
+    original = GradientLoop._stop_reason
+    monkeypatch.setattr(GradientLoop, "_stop_reason",
                         lambda self: "signal" if self.progress.step == 7 else original(self))
     stopped = train(TrainOptions(data_dir=data, run_dir=run, model="prpn", overrides=tuple(settings_), threads=1,
                                  seed=3, quiet=True), log=lambda _: None)
     assert stopped.reason == "signal" and stopped.step == 7
     saved = torch.load(run / "last.pt", map_location="cpu", weights_only=True)
     assert saved["objective"][0]["train"]  # the streams' state is in the checkpoint
-    monkeypatch.setattr(engine.Trainer, "_stop_reason", original)
+    monkeypatch.setattr(GradientLoop, "_stop_reason", original)
     resumed = train(TrainOptions(data_dir=data, run_dir=run, resume=True, threads=1, quiet=True), log=lambda _: None)
     assert resumed.reason == "completed" and resumed.step == result.step
     a = torch.load(reference / "last.pt", map_location="cpu", weights_only=True)["model"]

@@ -16,8 +16,8 @@ import yaml
 from click.testing import CliRunner
 
 from depinduce.cli.main import cli
-from depinduce.report import build_report
-from depinduce.report.papers import paper_figures
+from depinduce.api.reporting import build_report
+from depinduce.api.reporting.papers import paper_figures
 from training_support import make_data, one_thread, tiny_plugin  # noqa: F401 (fixtures)
 
 TRAIN = ["--model", "tiny-mlm", "--threads", "1", "--quiet", "--set", "epochs=2", "--set", "batch_tokens=200",
@@ -140,7 +140,7 @@ def test_scores_are_cached_and_remeasured_when_the_test_file_changes(two_seeds: 
     first = build_report([runs])
     assert all((runs / name / "scores.json").is_file() for name in ("seed-0", "seed-1"))
     calls: list[Path] = []
-    import depinduce.report.scores as scores
+    import depinduce.api.reporting.scores as scores
 
     real = scores.measure
 
@@ -249,7 +249,7 @@ def test_paper_figures_only_for_the_papers_data(tmp_path: Path) -> None:
 
 def test_the_papers_figure_stands_beside_ours_marked_as_the_papers(two_seeds: tuple[Path, Path],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from depinduce.report import papers
+    from depinduce.api.reporting import papers
 
     data, runs = two_seeds
     figure = papers.PaperFigure(36.2, 0.1, "A paper, Table 9 (UAS)", conversion="penn2malt")

@@ -21,7 +21,8 @@ from depinduce.io.conllu_format import read_conllu
 from depinduce.models.neural import pad_batch
 from depinduce.models.registry import load_model
 from depinduce.models.rngtr import RNGTr
-from depinduce.training import engine
+from depinduce.training.gradient import GradientLoop
+from depinduce.training.optim import Schedule
 from depinduce.training.engine import TrainOptions, train
 from training_support import REPO, make_ud_data
 from depinduce.models.rngtr.attention import GraphAttention, relation_ids
@@ -312,13 +313,13 @@ def test_init_train_is_read_recorded_and_resumes_exactly(tmp_path: Path, monkeyp
     assert str(rb["train"]) in config and str(rb["dev"]) in config
 
     run = tmp_path / "run"
-    original = engine.Trainer._stop_reason
-    monkeypatch.setattr(engine.Trainer, "_stop_reason",
+    original = GradientLoop._stop_reason
+    monkeypatch.setattr(GradientLoop, "_stop_reason",
                         lambda self: "signal" if self.progress.step == 3 else original(self))
     stopped = train(TrainOptions(data_dir=data, run_dir=run, model="rngtr", recipe=RECIPE, overrides=overrides,
                                  threads=1, seed=2, quiet=True), log=lambda _: None)
     assert stopped.reason == "signal" and stopped.step == 3
-    monkeypatch.setattr(engine.Trainer, "_stop_reason", original)
+    monkeypatch.setattr(GradientLoop, "_stop_reason", original)
     resumed = train(TrainOptions(data_dir=data, run_dir=run, resume=True, threads=1, quiet=True), log=lambda _: None)
     assert resumed.step == result.step
     a = torch.load(reference / "last.pt", map_location="cpu", weights_only=True)["model"]
@@ -602,8 +603,8 @@ def test_updates_per_pass_steps_the_optimiser_after_every_pass(tmp_path: Path,
                 assert len(updates) == steps_before + 1
 
     monkeypatch.setattr(RNGTr, "arc_label_passes", counting)
-    after_step = engine.Schedule.after_step
-    monkeypatch.setattr(engine.Schedule, "after_step", lambda self: updates.append(1) or after_step(self))
+    after_step = Schedule.after_step
+    monkeypatch.setattr(Schedule, "after_step", lambda self: updates.append(1) or after_step(self))
     result = train(TrainOptions(data_dir=data, run_dir=tmp_path / "run", model="rngtr", recipe=RECIPE,
                                 overrides=(*TINY_RUN, "train.epochs=1", "model_config.updates=per_pass"),
                                 threads=1, seed=0, quiet=True), log=lambda _: None)

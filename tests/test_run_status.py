@@ -148,7 +148,7 @@ def test_budget_and_finished_runs_advise_what_fits_them(three_runs: dict[str, Pa
 
 def test_models_lists_the_runs_and_report_notes_their_endings(three_runs: dict[str, Path],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from depinduce.report import build_report
+    from depinduce.api.reporting import build_report
 
     monkeypatch.chdir(three_runs["finished"].parent.parent)
     listed = CliRunner().invoke(cli, ["models", "--json"])

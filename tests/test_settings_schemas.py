@@ -183,7 +183,7 @@ def test_a_run_stopped_by_sigterm_exits_143_and_is_recorded_as_interrupted(tmp_p
 
 
 def test_cached_scores_are_measured_again_when_edited_or_renamed(run: Path, data: Path) -> None:
-    from depinduce.report import build_report
+    from depinduce.api.reporting import build_report
 
     calls: list[Path] = []
 

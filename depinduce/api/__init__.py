@@ -1,5 +1,5 @@
 """The Python API: the same ``parse``, ``eval``, ``train`` and the other commands as the command line, for notebooks
-and scripts (``report`` is :func:`depinduce.report.command.report_runs`, a layer above).  The command line itself
+and scripts (``report`` is :func:`depinduce.api.reporting.command.report_runs`, in its own subpackage).  The command line itself
 reaches the library only through this package (``tests/test_layering.py`` checks it); the names its options offer
 are in :mod:`depinduce.api.choices`.
 

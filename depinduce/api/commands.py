@@ -1,6 +1,6 @@
 """``preprocess`` and ``perplexity`` from Python, each the function its command calls (``parse``, ``eval``,
 ``train``, ``convert``, ``show``, ``analyze`` and ``models`` have their own modules; ``report`` is
-:func:`depinduce.report.command.report_runs`, a layer above the API).
+:func:`depinduce.api.reporting.command.report_runs`, a layer above the API).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from functools import cached_property
 from itertools import islice
 from os import PathLike
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, TextIO, TypeVar, Union
 
 import conllu.models
 from tqdm import tqdm
@@ -375,3 +375,31 @@ def load(name_or_run_dir: str | PathLike[str] | None = None, device: str = "cpu"
         backend.set_iterations(iterations)
     # a folder is a run directory (load_model read it as one); its outcome is None without a run manifest
     return Parser(backend, reason=reason, run_dir=target if os.path.isdir(target) else None)
+
+
+T = TypeVar("T")
+
+
+def parse_to(parser: Parser, path: str | PathLike[str], out: TextIO, *, fmt: str, full_ud: bool = False,
+             decoder: str | None = None, say: Callable[[str], object], **options: Any) -> None:
+    """``depinduce parse`` in one call: read ``path`` (``-``: stdin), parse, write ``fmt`` to ``out``.  The notes
+    (blank input lines; how a training run ended; the decoder its figures come from when ``parse`` writes trees
+    with another) go to ``say``, the run's notes once the first batch is parsed, so a mistake in the options or
+    the input stays the only line.  ``options`` are :meth:`Parser.parse_file`'s."""
+    parsed = parser.parse_file(path, decoder=decoder, fmt=fmt,
+                               on_blank=lambda lines: say(blank_lines_warning(path, lines)), **options)
+    said = [note] if decoder is None and (note := parser.decoder_note(fmt)) else []
+    parsed = _after_first(parsed, lambda: [say(note) for note in [*parser.notes, *said]])
+    write(parsed, out, "conllu-ud" if full_ud else fmt)
+
+
+def _after_first(items: Iterator[T], announce: Callable[[], object]) -> Iterator[T]:
+    """``items``, calling ``announce`` once the first has come (or the input turned out empty)."""
+    announced = False
+    for item in items:
+        if not announced:
+            announce()
+            announced = True
+        yield item
+    if not announced:
+        announce()

@@ -7,8 +7,6 @@ own parse, so a notebook and the command line give the same bytes.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from typing import TypeVar
 
 import click
 
@@ -16,7 +14,6 @@ from depinduce.api.choices import DEFAULT_MAX_WORDS, OUTPUT_FORMATS
 from depinduce.cli.decoders import DecoderOption
 from depinduce.errors import UsageError
 
-T = TypeVar("T")
 
 
 @click.command("parse")
@@ -73,7 +70,7 @@ def parse_command(model: str | None, input_path: str, fmt: str, full_ud: bool, d
                   init: str | None, iterations: int | None, max_words: int, probs: bool, quiet: bool) -> None:
     """Parse INPUT (default: stdin) with a model; trees go to stdout, progress to stderr."""
     # imported here, not above: `depinduce parse --help` must not wait for torch
-    from depinduce.api.parser import blank_lines_warning, check_input_options, default_model_choice, load, write
+    from depinduce.api.parser import check_input_options, default_model_choice, load, parse_to
 
     check_input_options(input_format, tokenized)
     if full_ud and fmt != "conllu":
@@ -85,25 +82,11 @@ def parse_command(model: str | None, input_path: str, fmt: str, full_ud: bool, d
         click.echo(choice.reason, err=True)
         model = choice.target
     parser = load(model, device=device, seed=seed, channel=channel, iterations=iterations)
-    parsed = parser.parse_file(input_path, input_format=input_format, decoder=decoder, batch_size=batch_size,
-                               tokenized=tokenized, max_words=max_words, progress=not quiet, init=init, fmt=fmt,
-                               probs=probs,
-                               on_blank=lambda lines: click.echo(blank_lines_warning(input_path, lines), err=True))
-    # a training run: how it ended, its dev score, a warning below right-branching, and the decoder its scores
-    # come from when parse writes trees with another — said once the first batch is parsed, so a mistake in the
-    # options or the input stays the only line
-    said = [note] if decoder is None and (note := parser.decoder_note(fmt)) else []
-    parsed = _after_first(parsed, lambda: [click.echo(note, err=True) for note in [*parser.notes, *said]])
-    write(parsed, sys.stdout, "conllu-ud" if full_ud else fmt)
+    parse_to(parser, input_path, sys.stdout, fmt=fmt, full_ud=full_ud, decoder=decoder, say=_say,
+             input_format=input_format, batch_size=batch_size, tokenized=tokenized, max_words=max_words,
+             progress=not quiet, init=init, probs=probs)
 
 
-def _after_first(items: Iterator[T], announce: Callable[[], object]) -> Iterator[T]:
-    """``items``, calling ``announce`` once the first has come (or the input turned out empty)."""
-    announced = False
-    for item in items:
-        if not announced:
-            announce()
-            announced = True
-        yield item
-    if not announced:
-        announce()
+def _say(line: str) -> None:
+    click.echo(line, err=True)
+

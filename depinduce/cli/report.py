@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from depinduce.report.plot import X_AXES
-from depinduce.report.render import FORMATS, LAYOUTS
+from depinduce.api.reporting.plot import X_AXES
+from depinduce.api.reporting.render import FORMATS, LAYOUTS
 
 
 @click.command("report")
@@ -42,7 +42,7 @@ def report_command(run_dirs: tuple[Path, ...], tests: tuple[Path, ...], labels: 
     """Collect finished runs (run directories, or folders of them such as `train --seeds` makes), score each
     run's selected model on the test files (cached in the run), and print per configuration n, mean ± sd, min
     and max of DDA, UDA, LAS, UF1 and perplexity, with the paper's figure where it applies."""
-    from depinduce.report.command import report_runs
+    from depinduce.api.reporting.command import report_runs
 
     text = report_runs(run_dirs, tests=tests, labels=labels, fmt=fmt, layout=layout, notes=notes, plot=plot_path,
                        x_axis=x_axis, metric=metric, force=force, decoder=decoder, device=device, threads=threads,

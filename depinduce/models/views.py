@@ -26,7 +26,7 @@ from depinduce.io.initial_graphs import InitialGraph
 from depinduce.structures.sentence import Sentence
 
 if TYPE_CHECKING:
-    from depinduce.models.base import ParseScores
+    from depinduce.models.scores import ParseScores
 
 
 def visible_sentence(sentence: Sentence, hidden: Sequence[bool]) -> Sentence:

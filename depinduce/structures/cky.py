@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from depinduce.structures.semirings import LOG, MAX, Semiring, SemiringName, as_semiring
+from depinduce.structures.distribution import ChartDistribution
+from depinduce.structures.semirings import Semiring
 
 
 class SpanChart:
@@ -71,7 +72,7 @@ def cky(chart: SpanChart, widths: range, build: Callable[[int], torch.Tensor],
         chart.set(w, value)
 
 
-class BinaryTrees:
+class BinaryTrees(ChartDistribution):
     """The binary bracketings of each sentence, a bracketing scored by the sum of ``weights`` (B, N+1, N+1)
     ``[b, i, j]`` over its spans of width ≥ 2 (the one-word spans are in every bracketing and carry no score).
 
@@ -92,36 +93,20 @@ class BinaryTrees:
         if self.lengths.shape[0] != batch:
             raise ValueError(f"{self.lengths.shape[0]} lengths for a batch of {batch}")
 
-    def partition(self, semiring: Semiring | SemiringName) -> torch.Tensor:
-        """(B,): the semiring's total over each sentence's bracketings (log Z, or the best one's score)."""
-        return _total(self.weights, self.lengths, as_semiring(semiring))
+    @property
+    def parts(self) -> torch.Tensor:
+        """The span weights: ``marginals()[b, i, j]`` = P(span (i, j) is a constituent), non-zero only for width
+        ≥ 2 inside the sentence; ``argmax()`` marks the best bracketing's spans."""
+        return self.weights
 
-    def log_partition(self) -> torch.Tensor:
-        """(B,): log Σ_bracketings exp(score)."""
-        return self.partition(LOG)
-
-    def max_score(self) -> torch.Tensor:
-        """(B,): the best bracketing's score."""
-        return self.partition(MAX)
-
-    def marginals(self) -> torch.Tensor:
-        """(B, N+1, N+1): ``[b, i, j]`` = P(span (i, j) is a constituent); non-zero only for width ≥ 2 inside
-        the sentence."""
-        return self._gradient(LOG)
-
-    def argmax(self) -> torch.Tensor:
-        """(B, N+1, N+1) 0/1: the spans (width ≥ 2) of the best bracketing (one of the tied best)."""
-        return self._gradient(MAX)
+    @staticmethod
+    def chart_total(parts: torch.Tensor, lengths: torch.Tensor, semiring: Semiring) -> torch.Tensor:
+        return _total(parts, lengths, semiring)
 
     def _gradient(self, semiring: Semiring) -> torch.Tensor:
         if self.weights.shape[1] < 3:  # no span of width 2 or more: nothing to mark
             return torch.zeros_like(self.weights)
-        with torch.inference_mode(False), torch.enable_grad():
-            leaf = self.weights.detach().clone().requires_grad_()  # clones: tensors made in inference mode
-            total = _total(leaf, self.lengths.clone(), semiring)  # cannot take part in autograd
-            total = torch.where(torch.isfinite(total), total, torch.zeros_like(total)).sum()
-            (grad,) = torch.autograd.grad(total, [leaf])
-        return grad
+        return super()._gradient(semiring)
 
 
 def _total(weights: torch.Tensor, lengths: torch.Tensor, semiring: Semiring) -> torch.Tensor:

@@ -26,7 +26,8 @@ from typing import Any
 
 import torch
 
-from depinduce.structures.semirings import LOG, MAX, MaxSemiring, Semiring, SemiringName, as_semiring
+from depinduce.structures.distribution import ChartDistribution
+from depinduce.structures.semirings import MaxSemiring, Semiring
 
 @dataclass
 class EisnerChart:
@@ -95,7 +96,7 @@ def eisner_chart(S: torch.Tensor, semiring: Semiring, backpointers: bool = False
     return EisnerChart(torch.stack(roots, 1), *splits)
 
 
-class ProjectiveTrees:
+class ProjectiveTrees(ChartDistribution):
     """The projective single-rooted dependency trees of each sentence, a tree scored by the sum of its arcs.
 
     ``scores`` (B, N+1, N+1) ``[b, d, h]``; ``lengths`` (B,) (default: every sentence N words).  −∞ forbids an
@@ -111,33 +112,15 @@ class ProjectiveTrees:
         self.scores = scores
         self.lengths = _lengths(lengths, scores.shape[0], scores.shape[1] - 1, scores.device)
 
-    def partition(self, semiring: Semiring | SemiringName) -> torch.Tensor:
-        """(B,): the semiring's total over each sentence's trees (log Z, or the best tree's score)."""
-        return _total(self.scores, self.lengths, as_semiring(semiring))
+    @property
+    def parts(self) -> torch.Tensor:
+        """The arc scores: ``marginals()[b, d, h]`` = P(h heads d) under the trees' softmax, 0 outside the
+        sentence; ``argmax()`` is 1 where the best tree has the arc h -> d."""
+        return self.scores
 
-    def log_partition(self) -> torch.Tensor:
-        """(B,): log Σ_trees exp(score)."""
-        return self.partition(LOG)
-
-    def max_score(self) -> torch.Tensor:
-        """(B,): the best tree's score."""
-        return self.partition(MAX)
-
-    def marginals(self) -> torch.Tensor:
-        """(B, N+1, N+1): ``[b, d, h]`` = P(h heads d) under the trees' softmax; 0 outside the sentence."""
-        return self._gradient(LOG)
-
-    def argmax(self) -> torch.Tensor:
-        """(B, N+1, N+1) 0/1: ``[b, d, h]`` = 1 where the best tree (one of the tied best) has the arc h -> d."""
-        return self._gradient(MAX)
-
-    def _gradient(self, semiring: Semiring) -> torch.Tensor:
-        with torch.inference_mode(False), torch.enable_grad():
-            leaf = self.scores.detach().clone().requires_grad_()  # clones: tensors made in inference mode
-            total = _total(leaf, self.lengths.clone(), semiring)  # cannot take part in autograd
-            total = torch.where(torch.isfinite(total), total, torch.zeros_like(total)).sum()
-            (grad,) = torch.autograd.grad(total, [leaf])
-        return grad
+    @staticmethod
+    def chart_total(parts: torch.Tensor, lengths: torch.Tensor, semiring: Semiring) -> torch.Tensor:
+        return _total(parts, lengths, semiring)
 
 
 def _total(scores: torch.Tensor, lengths: torch.Tensor, semiring: Semiring) -> torch.Tensor:

@@ -44,6 +44,11 @@ class BudgetBar:
         if target > self.bar.n:
             self.bar.update(target - self.bar.n)
 
+    @property
+    def shown(self) -> bool:
+        """Whether the bar is drawn (the first rank, not --quiet): its loss figure is worth a read of the device."""
+        return not self.bar.disable
+
     def set_postfix(self, **values: str) -> None:
         self.bar.set_postfix(refresh=False, **values)
 

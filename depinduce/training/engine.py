@@ -35,16 +35,14 @@ from depinduce.training.budgets import RESERVE_SHARE, capped_reserve, fmt_minute
 from depinduce.training.config import load_recipe
 from depinduce.training.em import EMLoop
 from depinduce.training.gradient import GradientLoop
-from depinduce.training.optim import Schedule
 from depinduce.training.options import TrainOptions, TrainResult
 from depinduce.training.records import TrainLog
 from depinduce.training.run import recorded_settings
 from depinduce.training.trainrun import Log, Progress, derived_seed, open_records, trainable_class
 
-# Where other code and tests have always found them: the records, the helpers and the loop's classes.
-Trainer = GradientLoop
-__all__ = ["EMLoop", "GradientLoop", "Progress", "RESERVE_SHARE", "Schedule", "TrainOptions", "TrainResult",
-           "Trainer", "capped_reserve", "derived_seed", "train", "trainable_class"]
+# Where other code and tests have always found them: the records, the helpers and the loops.
+__all__ = ["EMLoop", "GradientLoop", "Progress", "RESERVE_SHARE", "TrainOptions", "TrainResult",
+           "capped_reserve", "derived_seed", "train", "trainable_class"]
 
 
 def _stderr(message: str) -> None:

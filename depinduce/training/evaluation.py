@@ -59,7 +59,9 @@ class DevTreebank:
             out |= DEPENDENCY_METRICS
             if caps.supervised:
                 out |= LABELLED_METRICS
-        if self.trees and (caps.constituency or caps.dependency):
+        # dev.trees has words and Penn tags only: a backend that reads whole sentences (every token with its UPOS)
+        # cannot parse it, and its trees cannot be read off the dependency parse (:func:`trees_from_heads`)
+        if self.trees and (caps.constituency or caps.dependency) and not caps.whole_sentences:
             out |= CONSTITUENCY_METRICS
         return out
 

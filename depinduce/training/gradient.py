@@ -24,13 +24,16 @@ from depinduce.training import batching, distributed
 from depinduce.training.budget_bar import BudgetBar
 from depinduce.training.budgets import RESERVE_SHARE, fmt_tokens
 from depinduce.training.checkpoint import capture_rng, cpu_state_dict, restore_rng, state_digest
+from depinduce.training.compiled_step import build_step, check_compile, compiled, prefetch_on
 from depinduce.training.dev_metrics import DevMetrics, dev_treebank, perplexity
 from depinduce.training.model_setup import build_model, optimiser, training_data_for, vocabularies
 from depinduce.training.objectives import LossModule, Objective, objective_for
 from depinduce.training.optim import Schedule
 from depinduce.training.options import TrainOptions, TrainResult
+from depinduce.training.precision import set_float32_products
+from depinduce.training.prefetch import BatchFeed
 from depinduce.training.records import TrainLog
-from depinduce.training.step import OptimiserStep
+from depinduce.training.step import OptimiserStep, PendingSums
 from depinduce.training.trainrun import Log, Progress, TrainingRun, derived_seed
 
 
@@ -82,20 +85,33 @@ class GradientLoop:
         self.mask_generator = torch.Generator().manual_seed(derived_seed(cfg.execution.seed, "mask", context.rank))
         self.loss_module = LossModule(self.model, self.objective)
         self.dev = DevMetrics(run, self.data, treebank, self.loss_module, self.mask_generator)
-        wrapped = distributed.wrap(self.loss_module, context,
-                                   find_unused_parameters=cfg.execution.find_unused_parameters)
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = optimiser(run, self.model, self.params)
         # one update per batch, or several (RNGTr's ``updates: per_pass``): the schedule counts updates
         stepwise = self.objective.stepwise(self.model)
+        execution = cfg.execution
+        check_compile(execution.compile, run.config.model)
+        # the step's module (this loss, or its static-shape twin), compiled as train.compile asks (compiled_step.py)
+        self.step_module = build_step(self.model, self.objective, self.loss_module, cfg,
+                                      pad_index=self.vocab.pad_index, stepwise=stepwise)
+        wrapped = compiled(distributed.wrap(self.step_module.module, context,
+                                            find_unused_parameters=execution.find_unused_parameters),
+                           execution.compile, context.device, log, static=self.step_module.pad is not None)
+        set_float32_products(execution.precision, context.device)
+        # batches prepared ahead on a thread, with the run's mask generator (prefetch.py)
+        self.feed = BatchFeed(self._prepare, self.mask_generator, context.device,
+                              enabled=prefetch_on(execution.prefetch, context.device, self.objective))
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = optimiser(run, self.model, self.params)
         if stepwise and context.distributed:
             raise RecipeError("one optimiser update per refinement pass (updates: per_pass) runs in one process "
                               "only: ranks would stop refining after different passes; use updates: per_batch")
         self.schedule = Schedule(self.optimizer, cfg,
                                  cfg.budget.epochs * self.steps_per_epoch * self.objective.max_updates(self.model))
         self.step = OptimiserStep(self.model, wrapped, self.objective, self.optimizer, self.schedule, self.params,
-                                  clip=cfg.optimiser.clip, precision=cfg.execution.precision, context=context,
+                                  clip=cfg.optimiser.clip, precision=execution.precision, context=context,
                                   stepwise=stepwise)
+        self.sums = PendingSums()  # the steps' losses, read every log_every steps and at evaluations (step.py)
+        self.epoch_sums = [0.0, 0.0]  # training NLL and predicted tokens of the epoch (the progress bar's loss)
+        self.window = [0.0, 0.0]  # the same since the last log_every line
         self.progress = Progress()
         self.order: list[list[int]] | None = None  # the current epoch's batch order once chosen
         self.last_eval_seconds: float | None = None
@@ -163,6 +179,7 @@ class GradientLoop:
         try:
             return self._epochs()
         finally:
+            self.feed.pause()
             self.bar.close()
 
     def _epochs(self) -> str:
@@ -198,37 +215,45 @@ class GradientLoop:
         cfg, ctx, progress = self.run.train_config, self.context, self.progress
         assert self.order is not None
         bar = self.bar
-        epoch_nll, epoch_count, epoch_tokens, epoch_seconds = 0.0, 0.0, 0, 0.0
-        window = [0.0, 0.0, 0.0]  # training NLL, predicted tokens and seconds since the last log_every line
+        self._settle()
+        self.epoch_sums, self.window = [0.0, 0.0], [0.0, 0.0]
+        epoch_tokens, epoch_seconds, window_seconds = 0, 0.0, 0.0
+        self.feed.start([batching.rank_batch(self.order, k, ctx.rank, ctx.world_size) for k in range(first, n_steps)])
         for k in range(first, n_steps):
             rows = batching.rank_batch(self.order, k, ctx.rank, ctx.world_size)
             t0 = time.monotonic()
-            inputs, tokens = self.data.inputs(rows, self.mask_generator)
-            nll, count = self.step(inputs, progress.step + 1)
+            inputs, tokens = self.feed.take(rows)  # prepared ahead when prefetching (prefetch.py)
+            try:
+                numbers = self.step(inputs)
+            except Exception:
+                self._settle(check="here")  # a loss gone infinite before is the cause to report
+                raise
+            self.sums.add(progress.step + 1, numbers)
             elapsed = time.monotonic() - t0
             progress.step += 1
             progress.batches_done = (k + 1) * ctx.world_size
-            progress.nll_sum += nll
-            progress.predicted += count
             progress.tokens += tokens
             progress.tokens_seen += tokens * ctx.world_size  # ranks read equal shares, to a batch
             progress.seconds += elapsed
             progress.train_seconds += elapsed
             self.pace.add(tokens, elapsed)
-            epoch_nll, epoch_count, epoch_tokens = epoch_nll + nll, epoch_count + count, epoch_tokens + tokens
-            epoch_seconds += elapsed
-            window = [window[0] + nll, window[1] + count, window[2] + elapsed]
+            epoch_tokens, epoch_seconds, window_seconds = epoch_tokens + tokens, epoch_seconds + elapsed, \
+                window_seconds + elapsed
             if cfg.records.log_every and progress.step % cfg.records.log_every == 0:
-                self._log_training(*window)
-                window = [0.0, 0.0, 0.0]
+                self._settle()
+                self._log_training(*self.window, window_seconds)
+                self.window, window_seconds = [0.0, 0.0], 0.0
             bar.advance(step=progress.step, tokens_seen=progress.tokens_seen, epoch=progress.epoch + 1)
-            if k % 10 == 0 or k + 1 == n_steps:
+            if (k % 10 == 0 or k + 1 == n_steps) and bar.shown:
+                self._settle(check="later")  # only this rank shows a bar; the ranks check together later
+                epoch_nll, epoch_count = self.epoch_sums
                 speed = epoch_tokens * ctx.world_size / max(epoch_seconds, 1e-9)  # training steps only
                 bar.set_postfix(loss=f"{epoch_nll / max(epoch_count, 1):.3f}", tok_s=f"{speed:,.0f}",
                                 lr=f"{self.schedule.lr:.2e}", seen=fmt_tokens(progress.tokens_seen))
             if cfg.records.curve_every_tokens and not self.run.tokens_spent(progress) and (
                     progress.tokens_seen // cfg.records.curve_every_tokens
                     > (progress.tokens_seen - tokens * ctx.world_size) // cfg.records.curve_every_tokens):
+                self.feed.pause()  # dev may draw from the mask generator: it must be where the step is
                 self.dev.curve_point(progress, self._epoch_position(), self.schedule.lr)
             if k + 1 == n_steps:
                 return self._stop_reason()  # the epoch's end does its own evaluation and checkpoint
@@ -240,6 +265,24 @@ class GradientLoop:
             if cfg.records.checkpoint_every and progress.step % cfg.records.checkpoint_every == 0:
                 self._checkpoint()
         return None
+
+    def _prepare(self, rows: list[int]) -> tuple[dict[str, torch.Tensor], int]:
+        """A training batch's CPU inputs (its masks drawn) and real tokens, padded to a static shape when set."""
+        inputs, tokens = self.data.inputs(rows, self.mask_generator)
+        return (inputs if self.step_module.pad is None else self.step_module.pad(inputs)), tokens
+
+    def _settle(self, *, check: str = "together") -> None:
+        """Add the steps' numbers not read yet to the run's, the epoch's and the log window's sums, in step
+        order; raise if a loss diverged: every rank at once (``together``), this rank alone (``here``: its step
+        failed), or at the next check every rank makes (``later``; at once in one process)."""
+        progress = self.progress
+        for numbers in self.sums.read():
+            progress.nll_sum += numbers.nll
+            progress.predicted += numbers.count
+            self.epoch_sums = [self.epoch_sums[0] + numbers.nll, self.epoch_sums[1] + numbers.count]
+            self.window = [self.window[0] + numbers.nll, self.window[1] + numbers.count]
+        if check != "later" or not self.context.distributed:
+            self.sums.check(self.context, progress.step, together=check == "together")
 
     def _log_training(self, nll: float, count: float, seconds: float) -> None:
         """The ``train.log_every`` record: the training loss over the last steps (this rank's batches), in
@@ -301,6 +344,8 @@ class GradientLoop:
         """Dev metrics → metrics.jsonl, model.pt when best, schedule; True when early stopping triggers."""
         run, ctx, progress = self.run, self.context, self.progress
         t0 = time.monotonic()
+        self.feed.pause()  # dev may draw from the mask generator: it must be where the step is
+        self._settle()
         nll, predicted, tokens, seconds = ctx.sum([progress.nll_sum, progress.predicted, progress.tokens,
                                                    progress.seconds])
         seconds /= ctx.world_size
@@ -330,6 +375,8 @@ class GradientLoop:
         """Write last.pt (rank 0), with every rank's random state; ranks holding different weights is an error."""
         ctx = self.context
         started = time.monotonic()
+        self.feed.pause()  # the mask generator back where the step is (batches prepared ahead are drawn again)
+        self._settle()
         rng = ctx.gather(capture_rng(self.mask_generator))
         carried = self.data.carried_state()
         streams = ctx.gather(carried) if carried is not None else None

@@ -1,6 +1,10 @@
-"""Mixed-precision training: ``train.precision: bf16``.
+"""Training precision: ``train.precision: fp32 | tf32 | bf16`` (side by side: ``docs/guide/gpu.md``).
 
-The default, ``fp32``, computes the authors' function to round-off.  ``bf16`` runs each training step's forward
+The default, ``fp32``, computes the authors' function to round-off; on CUDA it also turns TF32 off for cuDNN's
+convolutions (PyTorch's default allows it there), so float32 means float32 on every device.  ``tf32`` keeps
+float32 storage and every float32 op, but lets CUDA's matrix products and cuDNN's convolutions round their
+operands to TF32 (10 bits of mantissa, float32 accumulation) on Ampere or newer GPUs; on the CPU it is refused,
+since there is nothing it would change.  ``bf16`` runs each training step's forward
 pass under ``torch.autocast(dtype=torch.bfloat16)``: matrix products, convolutions and LSTMs take bfloat16
 operands (float32 accumulation), while the weights, the optimiser state, the gradients' sums, the loss and the
 backend's structure (StructFormer's parent distribution, UDGN's head distribution) stay float32.  Evaluation,
@@ -42,8 +46,14 @@ def cpu_has_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool | None:
 
 def check_precision(precision: str, model_name: str, supported: bool, device: torch.device,
                     log: Callable[[str], None]) -> None:
-    """Refuse ``bf16`` for a backend that does not support it; warn where bfloat16 is emulated."""
+    """Refuse ``bf16`` for a backend that does not support it and ``tf32`` off CUDA; warn where bfloat16 is
+    emulated."""
     if precision == "fp32":
+        return
+    if precision == "tf32":
+        if device.type != "cuda":
+            raise RecipeError(f"train.precision: tf32 changes CUDA's float32 products only; on {device.type} "
+                              "set precision: fp32 (or bf16)")
         return
     if not supported:
         raise RecipeError(f"train.precision: model '{model_name}' trains in float32 only; set precision: fp32")
@@ -52,8 +62,16 @@ def check_precision(precision: str, model_name: str, supported: bool, device: to
             "are emulated and usually slower than float32")
 
 
+def set_float32_products(precision: str, device: torch.device) -> None:
+    """On CUDA, whether float32 products and convolutions may use TF32 (``tf32`` only); elsewhere nothing."""
+    if device.type == "cuda":
+        allowed = precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = allowed
+        torch.backends.cudnn.allow_tf32 = allowed
+
+
 def autocast(precision: str, device: torch.device) -> contextlib.AbstractContextManager[object]:
-    """The context a training step's forward pass runs in."""
-    if precision == "fp32":
+    """The context a training step's forward pass runs in (``tf32``: none, it is a setting of the products)."""
+    if precision in ("fp32", "tf32"):
         return contextlib.nullcontext()
     return torch.autocast(device.type, dtype=torch.bfloat16)

@@ -10,7 +10,8 @@ element, unpacked in about a twentieth of the time a redraw takes; before, backw
 seed, which was 4–5% of a StructFormer 8 × 512 step).  The drop probability is quantised to
 1/32768 (p = 0.1 becomes 3277/32768 = 0.10001).  Seeds come from torch's default generator, so
 ``torch.manual_seed`` makes runs repeatable as usual.  Masks are applied with ``masked_fill_`` (multiplying by
-a boolean tensor would first convert it to a float copy).  On other devices torch's own dropout is used.
+a boolean tensor would first convert it to a float copy).  On other devices, and while ``torch.compile``
+traces a step (``train.compile``), torch's own dropout is used.
 Under autocast (``precision: bf16``) the in-place variants work out of place: a residual sum written over a
 bfloat16 branch would make the residual stream bfloat16 too, where torch's ``residual + branch`` keeps float32.
 
@@ -32,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from depinduce.models.layers.kernels import lowered
+from depinduce.models.layers.kernels import plain_ops
 
 _FIELD_BITS = 15
 _FIELD_SIZE = 1 << _FIELD_BITS
@@ -53,9 +54,15 @@ def drop_mask(shape: torch.Size | tuple[int, ...], p: float, seed: int,
     for size in shape:
         count *= size
     generator = torch.Generator().manual_seed(seed)
-    words = torch.empty((count + 3) // 4, dtype=torch.int64).random_(generator=generator)
-    fields = words.view(torch.int16)[:count].bitwise_and_(_FIELD_SIZE - 1)  # random_() leaves the sign bit 0
-    return fields.lt(round(p * _FIELD_SIZE)).view(shape)
+    if len(shape) > 0 and shape[-1] % 4 == 0:
+        # the same words in the same order, shaped so that their 16-bit fields come out as ``shape`` (no
+        # slicing or reshaping ops)
+        words = torch.empty((*shape[:-1], shape[-1] // 4), dtype=torch.int64).random_(generator=generator)
+        fields = words.view(torch.int16)
+    else:
+        words = torch.empty((count + 3) // 4, dtype=torch.int64).random_(generator=generator)
+        fields = words.view(torch.int16)[:count].view(shape)
+    return fields.bitwise_and_(_FIELD_SIZE - 1).lt(round(p * _FIELD_SIZE))  # random_() leaves the sign bit 0
 
 
 class KeptMask:
@@ -104,6 +111,8 @@ def apply_dropout(x: torch.Tensor, p: float, training: bool, rows: torch.Tensor 
     ``rows``: see the module docstring (CPU only: torch's dropout elsewhere draws its own mask)."""
     if not training or p == 0.0:
         return x
+    if torch.compiler.is_compiling():  # train.compile: torch's dropout, which the compiler traces and fuses
+        return torch.nn.functional.dropout(x, p, True)
     if x.device.type != "cpu":
         if rows is not None:
             raise ValueError("dropout at selected rows is drawn on CPU only")
@@ -139,7 +148,7 @@ def leaky_relu_dropout_(u: torch.Tensor, slope: float, p: float, training: bool,
                         rows: torch.Tensor | None = None) -> torch.Tensor:
     """``dropout(leaky_relu(u, slope), p)`` computed in place on ``u`` (which nothing else may need), storing a
     single activation for backward.  ``rows``: see the module docstring."""
-    if u.device.type != "cpu" or lowered(u):
+    if u.device.type != "cpu" or plain_ops(u):
         return apply_dropout(torch.nn.functional.leaky_relu(u, slope), p, training, rows)
     seed = new_seed() if training and p > 0.0 else None
     if not torch.is_grad_enabled():
@@ -181,7 +190,7 @@ def residual_dropout_(branch: torch.Tensor, residual: torch.Tensor, p: float, tr
                       rows: torch.Tensor | None = None) -> torch.Tensor:
     """``residual + dropout(branch, p)`` computed in place on ``branch`` (which nothing else may need).
     ``rows``: see the module docstring."""
-    if branch.device.type != "cpu" or lowered(branch):
+    if branch.device.type != "cpu" or plain_ops(branch):
         return residual + apply_dropout(branch, p, training, rows)
     seed = new_seed() if training and p > 0.0 else None
     if not torch.is_grad_enabled():

@@ -7,7 +7,9 @@ already in channels-last layout, so ``conv2d`` computes the same numbers with on
 without copying the input or the output.  Elsewhere (GPU, other dtypes, tiny inputs) the plain torch ops are used.
 
 Under autocast (training with ``precision: bf16``) every function here is the plain torch op, so that autocast
-casts its operands: the Functions below run their own backward, which autocast would not see.
+casts its operands: the Functions below run their own backward, which autocast would not see.  So it is while
+``torch.compile`` traces a training step (``train.compile``): the compiler fuses plain ops itself, and the
+Functions, their in-place storage tricks and the CPU capability probes would break its graph (:func:`plain_ops`).
 
 The linear maps are autograd Functions whose outputs are ordinary tensors, not views of the 4-D convolution
 output, so that the layers may update them in place (e.g. residual sums written over a layer's output): a view
@@ -33,6 +35,13 @@ def lowered(x: torch.Tensor) -> bool:
     the fused kernels and custom autograd Functions of the layers then step aside for torch's own ops, whose
     operands autocast casts and whose backward it knows."""
     return torch.is_autocast_enabled(x.device.type)
+
+
+def plain_ops(x: torch.Tensor) -> bool:
+    """Whether the layers' fused CPU kernels and custom autograd Functions step aside for torch's own ops: under
+    autocast (:func:`lowered`), and while ``torch.compile`` traces (``train.compile``), which fuses plain ops itself
+    and cannot trace the Functions' storage tricks, host reads and capability probes without breaking its graph."""
+    return lowered(x) or torch.compiler.is_compiling()
 
 
 def autocast_off(x: torch.Tensor) -> torch.autocast:
@@ -62,7 +71,7 @@ def onednn_linear_pays() -> bool:
 
 def _use_onednn(x: torch.Tensor) -> bool:
     return (
-        not lowered(x)
+        not plain_ops(x)
         and x.device.type == "cpu"
         and onednn_linear_pays()
         and x.dtype == torch.float32
@@ -87,15 +96,32 @@ def _plain(view: torch.Tensor) -> torch.Tensor:
 
 
 def _from_channels_last(y: torch.Tensor) -> torch.Tensor:
-    """(B, O, 1, T) → (B, T, O) sharing ``y``'s memory (computed without autograd)."""
-    return _plain(y.squeeze(2).transpose(1, 2))
+    """(B, O, 1, T) → (B, T, O) sharing ``y``'s memory (computed without autograd; the sizes and strides are
+    set directly, which dispatches two ops where squeezing and transposing the view first took four)."""
+    batch, channels, _, width = y.shape
+    return torch.empty(0, dtype=y.dtype, device=y.device).set_(
+        y.untyped_storage(), y.storage_offset(), (batch, width, channels), (y.stride(0), y.stride(3), y.stride(1))
+    )
+
+
+def _as_channels_last_view(x: torch.Tensor) -> torch.Tensor:
+    """:func:`_as_channels_last` as one op, for code without autograd (an ``as_strided`` view of a contiguous
+    ``x``; under autograd its backward would be the slow generic one)."""
+    x = x.contiguous()
+    batch, width, channels = x.shape
+    return x.as_strided((batch, channels, 1, width), (width * channels, 1, width * channels, channels))
+
+
+def _as_kernel(weight: torch.Tensor) -> torch.Tensor:
+    """A linear map's (C_out, C_in) weight as the (C_out, C_in, 1, 1) kernel of a 1×1 convolution (one view)."""
+    return weight.view(*weight.shape, 1, 1)
 
 
 def _linear_forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     with torch.no_grad():
         if not _use_onednn(x):
             return _plain(F.linear(x, weight, bias))
-        return _from_channels_last(F.conv2d(_as_channels_last(x), weight[:, :, None, None], bias))
+        return _from_channels_last(F.conv2d(_as_channels_last_view(x), _as_kernel(weight), bias))
 
 
 def linear_backward(
@@ -104,7 +130,7 @@ def linear_backward(
     """Gradients of ``position_linear(x, weight, bias)`` with respect to x, weight and bias."""
     if _use_onednn(x):
         grad_x, grad_w, grad_b = torch.ops.aten.convolution_backward(
-            _as_channels_last(grad), _as_channels_last(x), weight[:, :, None, None], [weight.size(0)],
+            _as_channels_last_view(grad), _as_channels_last_view(x), _as_kernel(weight), [weight.size(0)],
             [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True],
         )
         return _from_channels_last(grad_x), grad_w.view_as(weight), grad_b
@@ -127,7 +153,7 @@ class _PositionLinear(torch.autograd.Function):
 def position_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """``F.linear(x, weight, bias)`` for ``x`` (B, T, C_in) and ``weight`` (C_out, C_in); the result is a fresh
     tensor that callers may modify in place."""
-    if lowered(x):
+    if plain_ops(x):
         return F.linear(x, weight, bias)
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or bias.requires_grad):
         return _PositionLinear.apply(x, weight, bias)
@@ -172,7 +198,7 @@ class _NormLinear(torch.autograd.Function):
 def norm_linear(x: torch.Tensor, norm: torch.nn.LayerNorm, linear: torch.nn.Linear) -> torch.Tensor:
     """``linear(norm(x))`` for ``x`` (B, T, C); with gradients on, stores one activation instead of two.  The
     result is a fresh tensor that callers may modify in place."""
-    if not torch.is_grad_enabled() or lowered(x):
+    if not torch.is_grad_enabled() or plain_ops(x):
         return position_linear(norm(x), linear.weight, linear.bias)
     return _NormLinear.apply(x, norm.weight, norm.bias, linear.weight, linear.bias, norm.eps)
 

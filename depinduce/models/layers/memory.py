@@ -37,6 +37,8 @@ import sys
 from functools import lru_cache
 from typing import Any
 
+import torch
+
 ONEDNN_CACHE_VARIABLE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
 IDEEP_CACHE_VARIABLE = "LRU_CACHE_CAPACITY"
 IDEEP_CACHE_ENTRIES = 32
@@ -92,6 +94,8 @@ def should_recompute(setting: bool | str, saved_bytes: int, share: float = 0.25)
     that is unknown, e.g. off Linux, recompute: the safe side)."""
     if setting != "auto":
         return bool(setting)
+    if torch.compiler.is_compiling():  # train.compile: the compiler plans the step's memory itself
+        return False
     available = available_bytes()
     return available is None or saved_bytes > share * available
 
@@ -111,6 +115,8 @@ def release_free_heap(slack_bytes: int = 64 * 2**20) -> bool:
     (about 15% of a small model's step); releasing only once fragmentation has grown the resident set costs a
     fraction of that and bounds the peak near the working set plus ``slack_bytes``.
     """
+    if torch.compiler.is_compiling():  # train.compile traces the step: the heap is left to the next eager call
+        return False
     libc = _glibc()
     if libc is None:
         return False

@@ -10,6 +10,7 @@ relation term is scaled with the rest (the authors' code forgets to scale it).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +36,22 @@ def relation_ids(heads: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, 
     return out
 
 
+class Arcs(NamedTuple):
+    """The arcs of a (B, N, N) relation-id tensor: batch, row and column indices and the arcs' ids."""
+
+    b: torch.Tensor
+    i: torch.Tensor
+    j: torch.Tensor
+    rel: torch.Tensor
+
+
+def graph_arcs(relations: torch.Tensor) -> Arcs:
+    """The arcs of ``relations``, found once per graph and shared by every layer (a ``nonzero`` waits for the
+    device, so once per pass rather than once per layer)."""
+    b, i, j = relations.nonzero(as_tuple=True)
+    return Arcs(b, i, j, relations[b, i, j])
+
+
 class GraphAttention(nn.Module):
     """Multi-head self-attention with relation embeddings added to keys and values (see the module docstring)."""
 
@@ -48,8 +65,9 @@ class GraphAttention(nn.Module):
         self.rel_v = nn.Embedding(n_relations, self.head_size, padding_idx=0)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, relations: torch.Tensor | None) -> torch.Tensor:
-        """``x`` (B, N, H), ``mask`` (B, N) real positions, ``relations`` (B, N, N) ids or None (no graph).
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, relations: torch.Tensor | Arcs | None) -> torch.Tensor:
+        """``x`` (B, N, H), ``mask`` (B, N) real positions, ``relations`` (B, N, N) ids, their :class:`Arcs`, or
+        None (no graph).
 
         A graph has about 2n arcs among n² pairs, so the relation terms are computed at the arcs only (gathered
         dot products scattered into the scores, attention weights gathered at the arcs for the values): the
@@ -60,9 +78,8 @@ class GraphAttention(nn.Module):
         scores = q @ k.transpose(-1, -2)  # (B, h, N, N)
         arcs = None
         if relations is not None:
-            b, i, j = relations.nonzero(as_tuple=True)
-            rel = relations[b, i, j]
-            arcs = (b, i, j, rel)
+            arcs = relations if isinstance(relations, Arcs) else graph_arcs(relations)
+            b, i, j, rel = arcs
             at_arcs = (q[b, :, i] * self.rel_k(rel)[:, None, :]).sum(-1)  # (E, h)
             scores = scores.permute(0, 2, 3, 1).index_put((b, i, j), scores.permute(0, 2, 3, 1)[b, i, j] + at_arcs)
             scores = scores.permute(0, 3, 1, 2)

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from depinduce.errors import ModelError
-from depinduce.models.rngtr.attention import GraphAttention
+from depinduce.models.rngtr.attention import Arcs, GraphAttention, graph_arcs
 from depinduce.models.rngtr.config import RNGTrConfig
 
 
@@ -28,7 +28,7 @@ class EncoderLayer(nn.Module):
         self.norm2 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, relations: torch.Tensor | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, relations: torch.Tensor | Arcs | None) -> torch.Tensor:
         x = self.norm1(x + self.dropout(self.attention(x, mask, relations)))
         return self.norm2(x + self.dropout(self.ffn(x)))
 
@@ -78,8 +78,9 @@ class GraphEncoder(nn.Module):
             x = x + self.positions.weight[: T + 1]
         x = self.dropout(self.norm(x))
         full_mask = torch.cat([mask.new_ones((B, 1)), mask], dim=1)
+        arcs = None if relations is None else graph_arcs(relations)  # once for every layer
         for layer in self.layers:
-            x = layer(x, full_mask, relations)
+            x = layer(x, full_mask, arcs)
         return x
 
     def _pieces_forward(self, upos: torch.Tensor, relations: torch.Tensor | None,
@@ -100,6 +101,7 @@ class GraphEncoder(nn.Module):
             piece_relations = torch.zeros((B, P, P), dtype=relations.dtype, device=relations.device)
             b, i, j = relations.nonzero(as_tuple=True)
             piece_relations[b, where[b, i], where[b, j]] = relations[b, i, j]
+        arcs = None if piece_relations is None else graph_arcs(piece_relations)  # once for every layer
         for layer in self.layers:
-            x = layer(x, piece_mask, piece_relations)
+            x = layer(x, piece_mask, arcs)
         return x.gather(1, where[..., None].expand(-1, -1, x.shape[-1]))

@@ -28,7 +28,7 @@ from depinduce.models.layers.dropout import (
     new_seed,
     residual_dropout_,
 )
-from depinduce.models.layers.kernels import bmm_into, linear_backward, lowered, norm_linear, position_linear
+from depinduce.models.layers.kernels import linear_backward, norm_linear, plain_ops, position_linear
 
 
 def _relation(parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
@@ -53,11 +53,12 @@ class _AttentionCore(torch.autograd.Function):
     """out(dropout(sigmoid(q·kᵀ·scale) ⊙ M) · v) from the fused q/k/v projection (B, T, 3·H), keeping only
     that projection and P.
 
-    Heads are processed one at a time with batched matmuls that read q, k and v straight out of the projection
-    (strided, no copies); each head's result is copied into its slice of the output (``bmm_into``: a strided
-    ``out=`` would send bmm down a loop of one small product per sentence).  Backward recomputes the
-    gates, relations and weights (one more q·kᵀ product per layer) instead of storing (B, heads, T, T) tensors.
-    With ``rows`` (boolean B × T) the output projection runs at those positions only, giving (1, N, H).
+    All heads at once: q, k and v are copied once into a head-major (3, heads, B, T, d) block, so every product
+    is one batched matmul over heads × sentences and every elementwise step one op over (heads, B, T, T) — a
+    few dozen ops per layer and pass where a loop over heads issued hundreds.  Backward recomputes the gates,
+    relations and weights (one more q·kᵀ product per layer) instead of storing (heads, B, T, T) tensors between
+    forward and backward.  With ``rows`` (boolean B × T) the output projection runs at those positions only,
+    giving (1, N, H).
     """
 
     @staticmethod
@@ -69,57 +70,46 @@ class _AttentionCore(torch.autograd.Function):
         ctx.n_heads, ctx.p, ctx.rows = n_heads, p, rows
         ctx.kept = None if drop is None else KeptMask(drop)
         ctx.save_for_backward(qkv, parent, mixture, out_weight)
-        context = qkv.new_empty(heads.shape)
-        for h in range(n_heads):
-            weights = heads.weights(h)[0]
-            bmm_into(context[:, :, h], weights, heads.v(h))
-        return position_linear(_at_rows(context.view(heads.shape[0], heads.shape[1], -1), rows), out_weight,
-                               out_bias)
+        context = heads.context(heads.weights()[0])
+        return position_linear(_at_rows(context, rows), out_weight, out_bias)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         qkv, parent, mixture, out_weight = ctx.saved_tensors
         heads = _Heads(qkv, parent, mixture, ctx.n_heads, ctx.p, None if ctx.kept is None else ctx.kept.unpack())
-        batch, width = heads.shape[:2]
-        context = qkv.new_empty(heads.shape)
-        per_head = []
-        for h in range(ctx.n_heads):
-            weights, gates, relation = heads.weights(h)
-            bmm_into(context[:, :, h], weights, heads.v(h))
-            per_head.append((weights, gates, relation))
+        n_heads, batch, width, dim = heads.shape
+        weights, gates, relation = heads.weights()
         rows = ctx.rows
         grad_context, grad_out_weight, grad_out_bias = linear_backward(
-            grad.contiguous(), _at_rows(context.view(batch, width, -1), rows), out_weight
+            grad.contiguous(), _at_rows(heads.context(weights), rows), out_weight
         )
-        del context
         if rows is not None:  # positions the projection did not read get no gradient
             grad_context = grad_context.new_zeros((batch, width, grad_context.size(-1))).index_put_(
                 (rows,), grad_context[0])
-        grad_context = grad_context.reshape(heads.shape)
-        grad_qkv = qkv.new_empty(qkv.shape).view(batch, width, 3, ctx.n_heads, -1)
-        grad_parent = torch.zeros_like(parent)
-        grad_mixture = torch.zeros_like(mixture)
-        parent_t = parent.transpose(1, 2).contiguous()
-        mix = heads.mixture
-        for h in range(ctx.n_heads):
-            weights, gates, relation = per_head[h]
-            per_head[h] = None
-            grad_h = grad_context[:, :, h]
-            bmm_into(grad_qkv[:, :, 2, h], weights.transpose(1, 2), grad_h)
-            del weights
-            grad_weights = torch.bmm(grad_h, heads.v(h).transpose(1, 2))
-            if heads.drop is not None:
-                apply_mask_(grad_weights, heads.drop[h], ctx.p)
-            grad_relation = grad_weights * gates
-            grad_parent.add_(grad_relation, alpha=mix[h][0]).add_(grad_relation.transpose(1, 2), alpha=mix[h][1])
-            grad_mixture[h, 0] = torch.dot(grad_relation.view(-1), parent.reshape(-1))
-            grad_mixture[h, 1] = torch.dot(grad_relation.view(-1), parent_t.view(-1))
-            del grad_relation
-            # d sigmoid = g (1 − g); computed in place on tensors that are no longer needed.
-            grad_scores = grad_weights.mul_(relation).mul_(gates).mul_(gates.neg_().add_(1.0)).mul_(heads.scale)
-            bmm_into(grad_qkv[:, :, 0, h], grad_scores, heads.k(h))
-            bmm_into(grad_qkv[:, :, 1, h], grad_scores.transpose(1, 2), heads.q(h))
-        return (grad_qkv.view(qkv.shape), grad_parent, grad_mixture, grad_out_weight, grad_out_bias,
+        # (B, T, heads·d) → head-major (heads·B, T, d)
+        grad_context = grad_context.view(batch, width, n_heads, dim).permute(2, 0, 1, 3).reshape(-1, width, dim)
+        grad_parts = qkv.new_empty((3, n_heads * batch, width, dim))  # grad q, k, v, head-major
+        torch.bmm(weights.transpose(1, 2), grad_context, out=grad_parts[2])
+        del weights
+        grad_weights = torch.bmm(grad_context, heads.v.transpose(1, 2))
+        del grad_context
+        if heads.drop is not None:
+            apply_mask_(grad_weights, heads.drop, ctx.p)
+        grad_relation = (grad_weights * gates).view(n_heads, -1)
+        # M = mixture · (P, Pᵀ): the sums over heads and the dot products per head are one product each
+        grad_mixture = torch.mm(grad_relation, heads.parent_pair.t())
+        grad_pair = torch.mm(heads.mixture.t(), grad_relation).view(2, batch, width, width)
+        grad_parent = grad_pair[0].add_(grad_pair[1].transpose(1, 2))
+        del grad_relation, grad_pair
+        # d sigmoid = g (1 − g); computed in place on tensors that are no longer needed.
+        grad_scores = grad_weights.mul_(relation).mul_(gates).mul_(gates.neg_().add_(1.0))
+        grad_scores.mul_(heads.scale)
+        torch.bmm(grad_scores, heads.k, out=grad_parts[0])
+        torch.bmm(grad_scores.transpose(1, 2), heads.q, out=grad_parts[1])
+        del grad_scores
+        # head-major (3, heads, B, T, d) → (B, T, 3·heads·d), the projection's layout
+        grad_qkv = grad_parts.view(3, n_heads, batch, width, dim).permute(2, 3, 0, 1, 4).reshape(qkv.shape)
+        return (grad_qkv, grad_parent, grad_mixture.to(mixture.dtype), grad_out_weight, grad_out_bias,
                 None, None, None, None)
 
 
@@ -129,44 +119,44 @@ def _at_rows(x: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
 
 
 class _Heads:
-    """Per-head views of a fused q/k/v projection and the per-head attention weights (no autograd)."""
+    """Head-major copies of a fused q/k/v projection and the attention weights of all heads (no autograd)."""
 
     def __init__(self, qkv: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor, n_heads: int, p: float,
                  drop: torch.Tensor | None) -> None:
         """``drop``: the attention dropout's mask (heads, B, T, T), or None."""
         batch, width, three_hidden = qkv.shape
         dim = three_hidden // (3 * n_heads)
-        self.shape = (batch, width, n_heads, dim)
-        self.parts = qkv.view(batch, width, 3, n_heads, dim)
+        self.shape = (n_heads, batch, width, dim)
+        # one copy: (B, T, 3, heads, d) → (3, heads·B, T, d)
+        parts = qkv.view(batch, width, 3, n_heads, dim).permute(2, 3, 0, 1, 4).reshape(3, -1, width, dim)
+        self.q, self.k, self.v = parts[0], parts[1], parts[2]
         self.scale = dim**-0.5
-        self.parent, self.parent_t = parent, parent.transpose(1, 2)
-        self.mixture = mixture.tolist()
+        # (P, Pᵀ) flattened: each head's relation is one row of mixture · parent_pair
+        self.parent_pair = torch.stack((parent, parent.transpose(1, 2))).view(2, -1)
+        self.mixture = mixture.to(parent.dtype)
         self.p = p
-        self.drop = drop
+        self.drop = None if drop is None else drop.view(-1, width, width)
 
-    def q(self, h: int) -> torch.Tensor:
-        return self.parts[:, :, 0, h]
-
-    def k(self, h: int) -> torch.Tensor:
-        return self.parts[:, :, 1, h]
-
-    def v(self, h: int) -> torch.Tensor:
-        return self.parts[:, :, 2, h]
-
-    def weights(self, h: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(weights after dropout, sigmoid gates, relation M) of head h, each (B, T, T)."""
-        gates = torch.bmm(self.q(h), self.k(h).transpose(1, 2)).mul_(self.scale).sigmoid_()
-        relation = torch.mul(self.parent, self.mixture[h][0]).add_(self.parent_t, alpha=self.mixture[h][1])
+    def weights(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(weights after dropout, sigmoid gates, relation M) of every head, each (heads·B, T, T)."""
+        gates = torch.bmm(self.q, self.k.transpose(1, 2)).mul_(self.scale).sigmoid_()
+        relation = torch.mm(self.mixture, self.parent_pair).view_as(gates)  # w_parent[h]·P + w_dep[h]·Pᵀ
         weights = gates * relation
         if self.drop is not None:
-            apply_mask_(weights, self.drop[h], self.p)
+            apply_mask_(weights, self.drop, self.p)
         return weights, gates, relation
+
+    def context(self, weights: torch.Tensor) -> torch.Tensor:
+        """weights · v of every head, as (B, T, heads·d)."""
+        n_heads, batch, width, dim = self.shape
+        context = torch.bmm(weights, self.v).view(n_heads, batch, width, dim)
+        return context.permute(1, 2, 0, 3).reshape(batch, width, n_heads * dim)
 
 
 def _fused_attention_supported(qkv: torch.Tensor) -> bool:
     """The fused core draws its dropout masks on CPU; elsewhere (and under autocast) plain autograd ops
     do the work."""
-    return qkv.device.type == "cpu" and not lowered(qkv)
+    return qkv.device.type == "cpu" and not plain_ops(qkv)
 
 
 class DependencyAttention(nn.Module):
@@ -242,7 +232,7 @@ class StructFormerLayer(nn.Module):
         """FFN(LN(x)) as a fresh tensor; ``x`` holds the positions ``rows`` selects when it is given (whose inner
         activation is small enough to keep: no recomputation then)."""
         recompute = (self.recompute_ffn if recompute_ffn is None else recompute_ffn) and rows is None
-        if recompute and torch.is_grad_enabled() and x.device.type == "cpu" and not lowered(x):
+        if recompute and torch.is_grad_enabled() and x.device.type == "cpu" and not plain_ops(x):
             seed = new_seed() if self.training and self.dropout > 0.0 else None
             norm = self.ff_norm
             return _RecomputedFeedForward.apply(x, norm.weight, norm.bias, self.ff_in.weight, self.ff_in.bias,

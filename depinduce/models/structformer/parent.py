@@ -103,16 +103,32 @@ def parent_distribution(
     # Sentences whose exponents would leave float64's range take the exact fallback; the fast path sees tame
     # placeholder scores for them, so its discarded values (and their zero gradients) stay finite.
     wide = (high - low).squeeze(-1) > 2 * _MAX_EXPONENT
-    any_wide = bool(wide.any())
-    parent = _fast_parent(p_left, p_right, centred.masked_fill(wide[:, None], 0.0) if any_wide else centred)
-    if any_wide:
+    if torch.compiler.is_compiling():  # train.compile: the device decides, without a read by the host
+        parent = torch.cond(wide.any(), _with_wide_rows, _without_wide_rows, (p_left, p_right, centred, wide))
+    elif bool(wide.any()):
+        parent = _fast_parent(p_left, p_right, centred.masked_fill(wide[:, None], 0.0))
         rows = wide.nonzero().squeeze(-1)
         parent = parent.index_copy(0, rows, _wide_parent(p_left[rows], p_right[rows], centred[rows]))
+    else:
+        parent = _fast_parent(p_left, p_right, centred)
 
     root = parent.diagonal(dim1=1, dim2=2) * mask
     pair_real = mask[:, :, None] & mask[:, None, :]
     parent = parent.masked_fill(~pair_real | torch.eye(width, dtype=torch.bool, device=parent.device), 0.0)
     return parent.to(out_dtype), root.to(out_dtype)
+
+
+def _with_wide_rows(p_left: torch.Tensor, p_right: torch.Tensor, centred: torch.Tensor,
+                    wide: torch.Tensor) -> torch.Tensor:
+    """Under ``torch.compile``: P where some sentence is wide, the fallback computed for every row (a batch's
+    row count may not depend on the data in a compiled graph) and taken for the wide ones."""
+    fast = _fast_parent(p_left, p_right, centred.masked_fill(wide[:, None], 0.0))
+    return torch.where(wide[:, None, None], _wide_parent(p_left, p_right, centred), fast)
+
+
+def _without_wide_rows(p_left: torch.Tensor, p_right: torch.Tensor, centred: torch.Tensor,
+                       wide: torch.Tensor) -> torch.Tensor:
+    return _fast_parent(p_left, p_right, centred)
 
 
 def _fast_parent(p_left: torch.Tensor, p_right: torch.Tensor, centred: torch.Tensor) -> torch.Tensor:
@@ -150,7 +166,7 @@ def _wide_parent(p_left: torch.Tensor, p_right: torch.Tensor, centred: torch.Ten
     for start in range(0, width, step):
         rows = index[start : start + step]
         args = (p_left[:, rows], p_right[:, rows], centred, log_z, rows)
-        if torch.is_grad_enabled() and any(t.requires_grad for t in args[:4]):
+        if torch.is_grad_enabled() and not torch.compiler.is_compiling() and any(t.requires_grad for t in args[:4]):
             blocks.append(checkpoint(_wide_rows, *args, use_reentrant=False))
         else:
             blocks.append(_wide_rows(*args))

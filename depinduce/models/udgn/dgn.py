@@ -101,12 +101,16 @@ def _controller(q: torch.Tensor, k: torch.Tensor, table: torch.Tensor | None, di
 
 
 def _controller_of_heads(q: torch.Tensor, k: torch.Tensor, table: torch.Tensor | None, directions: torch.Tensor,
-                         opts: HeadOptions) -> torch.Tensor:
-    """â from head-major queries and keys (B, N, T, d).  The keys enter the product as the transpose of a
-    contiguous head-major tensor, which the batched product reads as it is (a transposed operand): copying
-    them to a contiguous (B, N, d, T) instead moves every element on its own, 1.2–2 ms per layer at 4 × 256
-    and 8 × 512 against 0.05–0.2 ms for the head-major copy (Zen 4, 2 threads), for the same products."""
-    scores = torch.matmul(q, k.transpose(-1, -2))
+                         opts: HeadOptions, batch: int | None = None) -> torch.Tensor:
+    """â (B, N, T, T) from head-major queries and keys, (B, N, T, d) or, with ``batch`` = B, (B·N, T, d).  The
+    keys enter the product as the transpose of a contiguous head-major tensor, which the batched product reads
+    as it is (a transposed operand): copying them to a contiguous (B, N, d, T) instead moves every element on
+    its own, 1.2–2 ms per layer at 4 × 256 and 8 × 512 against 0.05–0.2 ms for the head-major copy (Zen 4,
+    2 threads), for the same products."""
+    if batch is None:
+        scores = torch.matmul(q, k.transpose(-1, -2))
+    else:
+        scores = torch.bmm(q, k.transpose(1, 2)).view(batch, -1, q.size(1), q.size(1))
     if table is not None:
         scores = scores + table[:, directions]
     scores = scores.mul_(opts.head_size**-0.5)
@@ -146,11 +150,11 @@ class _Recomputed:
     (with its float32 bias), softmax and graph weighting in float32, the weights cast back to bfloat16 for the
     message product.
 
-    Head-major (B, N, T, ·) tensors are made contiguous once, where a value is computed (``out=``), rather than
-    by every batched product that reads a transposed view: the same numbers, fewer copies.  ``q`` (B, N, T, d)
-    and ``k`` (B, N, T, d) are the contiguous copies the scores are computed from; ``forget_queries`` drops
-    them where the heads are kept for backward (a backward that needs them copies them again from the
-    projection, which it keeps anyway)."""
+    q, k and v are copied once, together, into a head-major (3, B·N, T, d) block, so that every product is one
+    ``bmm`` over B·N matrices (what ``matmul`` does with the (B, N, ·, ·) tensors, without its reshapes) and
+    the values are computed contiguous.  ``q`` and ``k`` are views of that block (the scores' operands);
+    ``forget_queries`` drops them where the heads are kept for backward (a backward that needs them copies them
+    again from the projection, which it keeps anyway)."""
 
     def __init__(self, parts: torch.Tensor, graph: torch.Tensor, table: torch.Tensor | None,
                  directions: torch.Tensor, opts: HeadOptions, dropatt: float, att_seed: int | None,
@@ -158,24 +162,23 @@ class _Recomputed:
                  kept: tuple[KeptMask | None, KeptMask | None] | None = None) -> None:
         """``kept``: the forward pass's (attention, message) dropout masks, in place of drawing them."""
         batch, width, _ = parts.shape
-        q, k, v, *gate = _split(parts, opts)
-        self.q: torch.Tensor | None = q.transpose(1, 2).contiguous()
-        self.k: torch.Tensor | None = k.transpose(1, 2).contiguous()
-        self.controller = _controller_of_heads(self.q, self.k, table, directions, opts).to(
-            _controller_dtype(parts))
-        weights = self.controller * graph[:, None]
+        self.shape = (batch, opts.n_heads, width, opts.head_size)
+        self.q, self.k, v = _head_major(parts, opts)
+        self.controller = _as(_controller_of_heads(self.q, self.k, table, directions, opts, batch),
+                              _controller_dtype(parts))
+        weights = self.controller * graph[:, None]  # (B, N, T, T)
         if kept is not None:
             self.att_drop = None if kept[0] is None else kept[0].unpack()
         else:
             self.att_drop = None if att_seed is None else drop_mask(weights.shape, dropatt, att_seed)
         if self.att_drop is not None:
             apply_mask_(weights, self.att_drop, dropatt)
-        self.weights = weights.to(parts.dtype)
+        self.weights = _as(weights, parts.dtype).view(-1, width, width)  # (B·N, T, T)
         del weights
-        v_heads = v.transpose(1, 2)  # (B, N, T, d)
-        self.values = _values(v_heads, opts, out=v_heads.new_empty(v_heads.shape))
-        self.context = torch.matmul(self.weights, self.values).transpose(1, 2)  # (B, T, N, d) view
-        self.gate = torch.sigmoid(gate[0]) if opts.gates else None
+        self.values = _values(v, opts, out=torch.empty_like(v))  # (B·N, T, d)
+        # (B, T, N, d) view of the (B, N, T, d) product
+        self.context = torch.bmm(self.weights, self.values).view(self.shape).transpose(1, 2)
+        self.gate = torch.sigmoid(_split(parts, opts)[3]) if opts.gates else None
         # A fresh (B, T, N·d) tensor either way (the product written there, or the copy that reshaping the
         # transposed context makes), so dropout may work in place; the context itself is only needed again for
         # the gate's gradient.
@@ -199,6 +202,18 @@ class _Recomputed:
         return tuple(None if mask is None else KeptMask(mask) for mask in (self.att_drop, self.drop))
 
 
+def _head_major(parts: torch.Tensor, opts: HeadOptions) -> tuple[torch.Tensor, ...]:
+    """q, k and v of the projection (B, T, parts·N·d) as contiguous (B·N, T, d) tensors, in one copy."""
+    batch, width, _ = parts.shape
+    block = parts.view(batch, width, opts.n_parts, opts.n_heads, opts.head_size)[:, :, :3]
+    return block.permute(2, 0, 3, 1, 4).reshape(3, batch * opts.n_heads, width, opts.head_size).unbind(0)
+
+
+def _as(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``x.to(dtype)`` without dispatching an op when ``x`` already has that dtype."""
+    return x if x.dtype == dtype else x.to(dtype)
+
+
 class _GatedHeadsCore(torch.autograd.Function):
     """W_o · dropout([o_i1; …; o_iN]) + b_o from the projection, keeping only the projection and m for
     backward (everything else is recomputed there; see the module docstring)."""
@@ -218,7 +233,7 @@ class _GatedHeadsCore(torch.autograd.Function):
                 heads.forget_queries()
             ctx.heads = None if recompute else heads
             ctx.kept = heads.kept_masks() if recompute else None
-            return position_linear(heads.messages, out_weight.to(parts.dtype), out_bias.to(parts.dtype))
+            return position_linear(heads.messages, _as(out_weight, parts.dtype), _as(out_bias, parts.dtype))
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
@@ -228,40 +243,43 @@ class _GatedHeadsCore(torch.autograd.Function):
     @staticmethod
     def _backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         """The gradients, in each input's dtype but for the weights' (autograd casts those back): the
-        controller's in float32, the rest in the projection's dtype, as autocast's plain ops would have them."""
+        controller's in float32, the rest in the projection's dtype, as autocast's plain ops would have them.
+        The head-major gradients of q, k and v are written into one (3, B·N, T, d) block and moved into the
+        projection's layout by one copy."""
         parts, graph, table, out_weight, directions = ctx.saved_tensors
-        out_weight = out_weight.to(parts.dtype)
+        out_weight = _as(out_weight, parts.dtype)
         opts, dropatt, att_seed, dropout, seed = ctx.settings
         table = table if ctx.has_table else None
         heads = ctx.heads
         ctx.heads = None
         if heads is None:
             heads = _Recomputed(parts, graph, table, directions, opts, dropatt, att_seed, dropout, seed, ctx.kept)
-        grad_messages, grad_out_weight, grad_out_bias = linear_backward(grad.to(parts.dtype).contiguous(),
+        batch, n_heads, width, dim = heads.shape
+        grad_messages, grad_out_weight, grad_out_bias = linear_backward(_as(grad, parts.dtype).contiguous(),
                                                                         heads.messages, out_weight)
         del heads.messages
         if heads.drop is not None:
             apply_mask_(grad_messages, heads.drop, dropout)
         grad_messages = grad_messages.view(heads.context.shape)  # (B, T, N, d)
-        grad_parts = torch.empty_like(parts).view(*parts.shape[:2], opts.n_parts, opts.n_heads, opts.head_size)
-        # (B, N, T, d), contiguous: read by two batched products
-        grad_context = torch.empty_like(heads.values)
+        grad_parts = torch.empty_like(parts).view(batch, width, opts.n_parts, n_heads, dim)
+        grad_heads = parts.new_empty((3, batch * n_heads, width, dim))  # q, k, v head-major
+        grad_context = torch.empty_like(heads.values)  # (B·N, T, d), contiguous: read by two batched products
         if heads.gate is not None:
             # d sigmoid = s (1 − s), written straight into its block of the projection's gradient
             grad_gate = torch.mul(grad_messages, heads.context, out=grad_parts[:, :, 3])
             grad_gate.mul_(heads.gate).mul_(1.0 - heads.gate)
-            torch.mul(grad_messages.transpose(1, 2), heads.gate.transpose(1, 2), out=grad_context)
+            torch.mul(grad_messages.transpose(1, 2), heads.gate.transpose(1, 2),
+                      out=grad_context.view(batch, n_heads, width, dim))
         else:
-            grad_context.copy_(grad_messages.transpose(1, 2))
+            grad_context.view(batch, n_heads, width, dim).copy_(grad_messages.transpose(1, 2))
         del grad_messages
-        grad_values = torch.matmul(heads.weights.transpose(-1, -2), grad_context)  # (B, N, T, d)
+        grad_weights = _as(torch.bmm(grad_context, heads.values.transpose(1, 2)), _controller_dtype(parts))
+        grad_values = torch.bmm(heads.weights.transpose(1, 2), grad_context, out=grad_heads[2])
+        del grad_context
         if opts.activation == "tanh":
             grad_values.mul_(1.0 - heads.values * heads.values)
-        grad_parts[:, :, 2] = grad_values.transpose(1, 2)
-        del grad_values
-        grad_weights = torch.matmul(grad_context, heads.values.transpose(-1, -2))  # (B, N, T, T)
-        grad_weights = grad_weights.to(_controller_dtype(parts))
-        del grad_context, heads.values, heads.weights
+        del heads.values, heads.weights
+        grad_weights = grad_weights.view(batch, n_heads, width, width)
         if heads.att_drop is not None:
             apply_mask_(grad_weights, heads.att_drop, dropatt)
         controller = heads.controller
@@ -277,27 +295,28 @@ class _GatedHeadsCore(torch.autograd.Function):
         if table is not None:
             per_pair = grad_scores.sum(dim=0).flatten(1)  # (N, T·T)
             grad_table = torch.zeros_like(table).index_add_(1, directions.flatten(), per_pair)
-        grad_scores = grad_scores.to(parts.dtype)
-        q, k, *_ = _split(parts, opts)
-        q_heads = heads.q if heads.q is not None else q.transpose(1, 2)
-        k_heads = heads.k if heads.k is not None else k.transpose(1, 2)
-        grad_parts[:, :, 0] = torch.matmul(grad_scores, k_heads).transpose(1, 2)
-        grad_parts[:, :, 1] = torch.matmul(grad_scores.transpose(-1, -2), q_heads).transpose(1, 2)
-        return (grad_parts.view(parts.shape), grad_graph.to(graph.dtype), grad_table, grad_out_weight,
+        grad_scores = _as(grad_scores, parts.dtype).view(-1, width, width)
+        q_heads, k_heads = (heads.q, heads.k) if heads.q is not None else _head_major(parts, opts)[:2]
+        torch.bmm(grad_scores, k_heads, out=grad_heads[0])
+        torch.bmm(grad_scores.transpose(1, 2), q_heads, out=grad_heads[1])
+        grad_parts[:, :, :3] = grad_heads.view(3, batch, n_heads, width, dim).permute(1, 3, 0, 2, 4)
+        return (grad_parts.view(parts.shape), _as(grad_graph, graph.dtype), grad_table, grad_out_weight,
                 grad_out_bias, None, None, None, None, None, None, None)
 
 
 def _fused_supported(parts: torch.Tensor) -> bool:
     """The fused core draws its dropout masks on CPU; elsewhere plain autograd ops do the work.  Under
     autocast (``precision: bf16``) it runs too, on the bfloat16 projection autocast gave it, with the casts
-    autocast would have made (:class:`_Recomputed`)."""
-    return (parts.device.type == "cpu" and torch.is_grad_enabled()
+    autocast would have made (:class:`_Recomputed`).  Not while ``torch.compile`` traces (``train.compile``): the
+    plain ops are what the compiler can trace and fuse."""
+    return (parts.device.type == "cpu" and torch.is_grad_enabled() and not torch.compiler.is_compiling()
             and parts.dtype in (torch.float32, torch.float64, torch.bfloat16))
 
 
 def _controller_dtype(parts: torch.Tensor) -> torch.dtype:
-    """float32 for a bfloat16 projection (autocast's softmax dtype), else the projection's own."""
-    return torch.promote_types(parts.dtype, torch.float32)
+    """float32 for a bfloat16 projection (autocast's softmax dtype), else the projection's own (float32 or
+    float64: ``promote_types`` with float32, decided without dispatching an op)."""
+    return parts.dtype if parts.dtype in (torch.float32, torch.float64) else torch.float32
 
 
 class DGNLayer(nn.Module):
@@ -335,7 +354,7 @@ class DGNLayer(nn.Module):
         the new (B, T, H) states.  When ``controllers`` is a list, â (B, N, T, T) of this layer is appended.
         ``recompute``: keep only the projection for backward (CPU training; see the module docstring)."""
         parts = position_linear(x, self.project.weight, self.project.bias)
-        graph = graph.to(parts.dtype)
+        graph = _as(graph, parts.dtype)
         # (N, 3): SAME gets no bias
         table = None if self.direction_bias is None else F.pad(self.direction_bias, (1, 0))
         if controllers is None and _fused_supported(parts):

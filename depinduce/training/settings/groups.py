@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 SelectMetric = Literal[
     "dev_loss", "dev_ppl", "dev_dda", "dev_uda", "dev_root_accuracy", "dev_las", "dev_uf1", "dev_uf1_corpus",
@@ -159,9 +159,25 @@ class Execution(Group):
     # fp32: the authors' function to round-off.  bf16: each step's forward pass under bfloat16 autocast (weights,
     # optimiser, loss, evaluation and parsing stay float32; StructFormer and UDGN only) — faster on CPUs with
     # bfloat16 instructions and on GPUs, numbers rounded differently (training/precision.py).
-    precision: Literal["fp32", "bf16"] = "fp32"
+    # tf32: float32 storage with TF32 matrix products and convolutions on CUDA (refused on the CPU).
+    precision: Literal["fp32", "tf32", "bf16"] = "fp32"
     # DDP only: set when the backend has parameters that some batches do not use.
     find_unused_parameters: bool = False
+    # GPU speed (docs/guide/gpu.md): torch.compile of the step (forward, loss, backward; reduce-overhead also
+    # captures CUDA graphs; backends not checked under the compiler refuse it); static_shapes pads batches to a
+    # few shapes (auto: when compiled); prefetch prepares batches on a background thread (auto: on CUDA).  None
+    # of them changes the function trained.  YAML reads a bare on/off as true/false: both are taken, kept as words.
+    compile: Literal["off", "default", "reduce-overhead"] | bool = "off"
+    static_shapes: Literal["auto", "on", "off"] | bool = "auto"
+    prefetch: Literal["auto", "on", "off"] | bool = "auto"
+
+    @field_validator("compile", "static_shapes", "prefetch")
+    @classmethod
+    def _words(cls, value: str | bool, info: ValidationInfo) -> str:
+        """A YAML boolean as the setting's word: true is ``on`` (``default`` for compile), false ``off``."""
+        if isinstance(value, bool):
+            return ("default" if info.field_name == "compile" else "on") if value else "off"
+        return value
 
 
 # The groups under their attribute names on TrainConfig (cfg.optimiser.lr), in the order the docs list them.
@@ -177,6 +193,7 @@ FLAT_KEYS = (
     "plateau_factor", "plateau_patience", "warmup_steps", "min_lr", "select", "patience", "eval_every",
     "curve_every_tokens", "checkpoint_every", "log_every", "tensorboard", "decoder", "dev_parse", "seed", "lm_mode",
     "bptt", "init_train", "init_dev", "warm_start", "max_time", "max_tokens", "precision", "find_unused_parameters",
+    "compile", "static_shapes", "prefetch",
 )
 # flat key -> the group that holds it
 GROUP_OF: dict[str, str] = {key: name for name, group in GROUPS.items() for key in group.model_fields}

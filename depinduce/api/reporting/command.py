@@ -9,8 +9,8 @@ from os import PathLike
 from depinduce.api.checks import check_types
 from depinduce.api.words import python_words
 from depinduce.errors import RunDirectoryError, UsageError
-from depinduce.report import build_report
-from depinduce.report.runs import Warn
+from depinduce.api.reporting import build_report
+from depinduce.api.reporting.runs import Warn
 
 def _stderr(line: str) -> None:
     import sys
@@ -42,7 +42,7 @@ def report_runs(runs: str | PathLike[str] | Iterable[str | PathLike[str]], *,
     and ``layout`` (long, wide), with the protocol and notes unless ``notes`` is false.  ``plot`` also draws the
     dev learning curves (``metric`` against ``x_axis``: step, tokens or minutes; an existing file only with
     ``force``).  Warnings, and the line naming the plotted metric, go to ``warn`` (default: stderr).  For the
-    groups' numbers themselves use :func:`depinduce.report.build_report`."""
+    groups' numbers themselves use :func:`depinduce.api.reporting.build_report`."""
     from depinduce.io.outputs import check_new_file
 
     check_types(fmt=(fmt, (str,)), layout=(layout, (str,)), plot=(plot, (str, PathLike, type(None))),

@@ -33,7 +33,7 @@ from depinduce.checksum import sha256_file
 from depinduce.data.files import try_read_json
 from depinduce.data.run_files import PERCENT
 from depinduce.data.schemas import ANY, Opt, Range, Record, problem
-from depinduce.report.runs import Run
+from depinduce.api.reporting.runs import Run
 
 CACHE_NAME = "scores.json"
 CACHE_FORMAT = "depinduce-scores"

@@ -19,10 +19,10 @@ from typing import Any
 import click
 
 from depinduce.errors import NotFoundError, UsageError
-from depinduce.report.aggregate import Group, attach_papers, group_runs, stop_point_notes, test_labels
-from depinduce.report.render import FORMATS, as_dict, render
-from depinduce.report.runs import Run, Warn, collect_runs
-from depinduce.report.scores import Scores, score_run
+from depinduce.api.reporting.aggregate import Group, attach_papers, group_runs, stop_point_notes, test_labels
+from depinduce.api.reporting.render import FORMATS, as_dict, render
+from depinduce.api.reporting.runs import Run, Warn, collect_runs
+from depinduce.api.reporting.scores import Scores, score_run
 from depinduce.training.outcome import run_outcome
 
 __all__ = ["FORMATS", "Report", "build_report"]
@@ -58,7 +58,7 @@ class Report:
              x_axis: str = "step") -> str:
         """Learning curves of every run into ``path`` (.png/.svg/.pdf; an existing file only with ``force``)
         against ``x_axis`` (step, tokens or minutes); returns the metric plotted."""
-        from depinduce.report.plot import plot_curves
+        from depinduce.api.reporting.plot import plot_curves
 
         return plot_curves(self.curve_groups(), Path(path), metric=metric, force=force, x_axis=x_axis)
 

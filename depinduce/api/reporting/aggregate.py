@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from depinduce.errors import UsageError
-from depinduce.report.papers import PaperFigure, paper_figures
-from depinduce.report.runs import Run
-from depinduce.report.scores import METRICS, Scores
+from depinduce.api.reporting.papers import PaperFigure, paper_figures
+from depinduce.api.reporting.runs import Run
+from depinduce.api.reporting.scores import METRICS, Scores
 
 LABELS = {"dda": "DDA", "uda": "UDA", "las": "LAS", "uf1_sentence": "UF1 (sentence)", "uf1_corpus": "UF1 (corpus)",
           "perplexity": "perplexity"}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from depinduce.errors import ResourceError, UsageError
 from depinduce.io.outputs import atomic_file, check_new_file
-from depinduce.report.runs import Run
+from depinduce.api.reporting.runs import Run
 
 SUFFIXES = (".png", ".svg", ".pdf")
 X_AXES = ("step", "tokens", "minutes")

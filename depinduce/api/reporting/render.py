@@ -20,9 +20,9 @@ from typing import Any
 
 from depinduce.display import csv_cell, latex_text, markdown_cell, printable
 from depinduce.errors import UsageError
-from depinduce.report.aggregate import LABELS, Group, Stat
-from depinduce.report.papers import PaperFigure
-from depinduce.report.scores import METRICS
+from depinduce.api.reporting.aggregate import LABELS, Group, Stat
+from depinduce.api.reporting.papers import PaperFigure
+from depinduce.api.reporting.scores import METRICS
 
 FORMATS = ("table", "markdown", "latex", "csv", "json")
 LAYOUTS = ("long", "wide")
@@ -44,7 +44,7 @@ def _mean_sd(mean: float | None, sd: float | None, pm: str = "±") -> str:
 
 def split_protocol(lines: Sequence[str]) -> dict[str, list[str]]:
     """The protocol lines by metric family: the UF1 evaluation's lines start with "UF1" (see
-    :func:`depinduce.report.scores.measure`), every other line is the dependency evaluation's."""
+    :func:`depinduce.api.reporting.scores.measure`), every other line is the dependency evaluation's."""
     out: dict[str, list[str]] = {"dependency": [], "uf1": []}
     for line in lines:
         out["uf1" if line.startswith("UF1") else "dependency"].append(line)
