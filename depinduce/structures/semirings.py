@@ -24,6 +24,7 @@ probability space, so a new semiring there needs its own rule combination.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Literal
 
 import torch
@@ -31,7 +32,7 @@ import torch
 SemiringName = Literal["log", "max"]
 
 
-class Semiring:
+class Semiring(ABC):
     """⊕ = :meth:`sum` (over one dimension) and :meth:`plus`, ⊗ = :meth:`times`; ``zero`` and ``one`` their
     identities, as log-space scores."""
 
@@ -39,9 +40,9 @@ class Semiring:
     zero: ClassVar[float] = float("-inf")
     one: ClassVar[float] = 0.0
 
+    @abstractmethod
     def sum(self, x: torch.Tensor, dim: int) -> torch.Tensor:
         """⊕ over dimension ``dim`` (removed)."""
-        raise NotImplementedError
 
     def plus(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """a ⊕ b, elementwise (the two stacked and summed: one reduction, as every chart here did before)."""
