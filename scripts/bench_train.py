@@ -144,19 +144,23 @@ def depinduce_step_function(model_name: str, config: dict[str, Any], precision: 
 
 def training_step(model: Any, loss_of: Any, seed: int) -> Any:
     """The benchmarks' training step for ``model`` and its loss function (``depinduce_step_function`` or the
-    authors' side): a random batch of the given sentence lengths, forward, backward, clipping at 0.25 and Adam;
-    it returns the batch's real-token count."""
+    authors' side): a random batch of the given sentence lengths, forward, backward, and the engine's update
+    (its gradient clipping at 0.25 and its Adam, the defaults of ``train``: lr 3e-4, eps 1e-9, weight decay
+    1.2e-6, fused); it returns the batch's real-token count."""
     import torch
 
+    from depinduce.training.config import TrainConfig
+    from depinduce.training.optim import build_optimizer, clip_gradients
+
     model.train()
-    fused = {"fused": True} if all(p.is_cuda for p in model.parameters()) else {}  # as training/optim.py
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-4, eps=1e-9, weight_decay=1.2e-6, **fused)
+    params = list(model.parameters())
+    optimizer = build_optimizer(params, TrainConfig())
     generator = torch.Generator().manual_seed(seed)
 
     def step(lengths: list[int]) -> int:
         tokens, mask = random_batch(lengths, VOCAB_SIZE, generator)
         loss_of(tokens, mask, generator).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        clip_gradients(params, 0.25)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)  # before the next forward: gradients need not outlive the step
         return int(mask.sum())

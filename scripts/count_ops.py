@@ -11,25 +11,40 @@ update per refinement pass, as the loop does).
 Each backend is built at its paper recipe's ``model_config`` (``structformer-ptb``, ``udgn-ptb``, ``prpn-ptb``,
 ``probformer-ptb``, ``rngtr-ud``, ``cpcfg-ptb``) over a 10,000-word vocabulary and trained on random batches of
 ``--batch-tokens`` padded tokens (``--sentences`` sentences of fixed, mixed lengths, the longest filling the
-width), one thread, two warm-up steps, then one step under ``torch.profiler``.
+width; ``--bucketed``: nearly equal lengths, as the engine batches them), one thread, two warm-up steps, then
+one step under ``torch.profiler``.
 
 How ops are counted: every profiler event whose name starts with ``aten::`` and that has no ``aten::`` event
 above it on the same thread (the ops issued from Python or by the autograd engine, not the ops they decompose
 into: ``aten::linear`` counts once, its ``aten::t`` and ``aten::addmm`` do not).  Backward ops run on the
 autograd engine's thread, under ``autograd::engine::evaluate_function`` events; they count the same way.  Host
 syncs: ``aten::_local_scalar_dense`` (``.item()``, ``float(t)``, ``bool(t)``) and ``aten::nonzero`` (boolean
-mask indexing, ``nonzero``) events at any depth (until the loop read its numbers in batches, the step's own
-three ``float`` reads were among them: the results page's counts include them).  A
-``.tolist()`` or ``.cpu()`` of a device tensor also waits for the device but dispatches no such op, so it is
-not counted.
+mask indexing, ``nonzero``) events at any depth but inside a fused optimiser op (see :func:`count_events`;
+until the loop read its numbers in batches, the step's own three ``float`` reads were among them: the results
+page's counts before include them).  A ``.tolist()`` or ``.cpu()`` of a device tensor also waits for the device
+but dispatches no such op, so it is not counted.  "of them RNN": the events of recurrent layers, forward and
+backward (UDGN's parser).
+
+Two routes (``--route``): ``cpu``, what a step on the CPU runs (its oneDNN linear maps, custom autograd
+Functions, bit-packed dropout masks, the LSTM one direction at a time), and ``device``, the route a CUDA
+device takes, run on the CPU (``depinduce.models.layers.kernels.device_route``: torch's own ops, dropout and
+packed LSTM): the ops a GPU step dispatches, counted without a GPU.  The top-level ops of the device route are
+the GPU's; some of its nested events are the CPU's way of running them: torch's foreach and fused optimiser
+ops, which CUDA runs as a few multi-tensor kernels, loop over the tensors on the CPU, ``dropout`` draws and
+scales in several ops there, and an LSTM over a packed batch runs step by step (one cuDNN call per layer on
+CUDA); ``--device cuda`` counts on the GPU itself.
+
+"CPU-only": the nested events that only the CPU's way of running an op adds (below a foreach or fused
+optimiser op, below ``dropout`` but its ``native_dropout``, a Python number's cast, an RNN's step loop; see
+:func:`count_events`); "less CPU-only" is what remains, the count to set beside a GPU's.
 
 The table gives the top-level ops per step and per phase, every aten event, the host syncs, the counts before
-issue 45's changes and the issue's targets (in aten events).  ``--fused-optimiser`` shows what a fused
-optimiser and foreach clipping would dispatch instead of the engine's optimiser on the CPU (on CUDA the engine
-takes torch's foreach or fused routes already).  Results: ``docs/results/2026-11-27-op-counts.md``.
+issue 45's changes (the CPU route at commit 37f4080) and the issue's targets (in aten events).  The optimiser is
+the recipe's (``fused_adam``, default true: torch's fused Adam); ``--unfused-adam`` counts torch's default
+update instead.  Results: ``docs/results/2026-11-27-op-counts.md``.
 
-    python scripts/count_ops.py                         # every backend, CPU
-    python scripts/count_ops.py --models structformer udgn --fused-optimiser
+    python scripts/count_ops.py                         # every backend, both routes, CPU
+    python scripts/count_ops.py --models structformer udgn --route device
     python scripts/count_ops.py --models structformer udgn --device cuda
 """
 
@@ -54,18 +69,21 @@ TARGET = {"structformer": 6_494, "udgn": 2_597}
 VOCAB_SIZE = 10_000
 N_UPOS, N_LABELS = 18, 40
 SYNC_OPS = ("aten::_local_scalar_dense", "aten::nonzero")
+RNN_OPS = ("aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu")
 PHASES = ("count_ops::forward", "count_ops::backward", "count_ops::optimiser")  # record_function ranges
 
 
-def batch_lengths(batch_tokens: int, sentences: int, seed: int) -> list[int]:
-    """``sentences`` lengths whose longest × their number is ``batch_tokens`` (lengths between half and all of
-    the width, the first one the full width)."""
+def batch_lengths(batch_tokens: int, sentences: int, seed: int, bucketed: bool = False) -> list[int]:
+    """``sentences`` lengths whose longest × their number is ``batch_tokens``, the first one the full width, the
+    others between half and all of it, or (``bucketed``) the width or one less, as the engine's length-bucketed
+    batches have them."""
     width = max(2, batch_tokens // sentences)
     rng = random.Random(seed)
-    return [width] + [rng.randint(max(2, width // 2), width) for _ in range(sentences - 1)]
+    shortest = max(2, width - 1 if bucketed else width // 2)
+    return [width] + [rng.randint(shortest, width) for _ in range(sentences - 1)]
 
 
-def build(model_name: str, device: Any) -> tuple[Any, Any, Any]:
+def build(model_name: str, device: Any, fused_adam: bool = True) -> tuple[Any, Any, Any]:
     """The backend at its paper recipe's model config, its objective and the recipe's train config."""
     import torch
 
@@ -78,7 +96,8 @@ def build(model_name: str, device: Any) -> tuple[Any, Any, Any]:
 
     model_class = trainable_class(model_name)
     resolved = resolve_config(model_name=model_name, model_config_class=model_class.config_class,
-                              recipe=load_recipe(recipe_path(RECIPES[model_name])))
+                              recipe=load_recipe(recipe_path(RECIPES[model_name])),
+                              overrides=() if fused_adam else ("fused_adam=false",))
     vocab = Vocab([f"w{i}" for i in range(VOCAB_SIZE - 3)])
     tags = TagVocab([f"U{i}" for i in range(N_UPOS)], [f"L{i}" for i in range(N_LABELS)])
     torch.manual_seed(0)
@@ -111,10 +130,9 @@ def random_inputs(objective: Any, lengths: list[int], generator: Any) -> dict[st
     return objective.prepare(tokens, mask, generator=generator, **gold)
 
 
-def step_function(model: Any, objective: Any, train: Any, device: Any, fused: bool = False) -> Any:
+def step_function(model: Any, objective: Any, train: Any, device: Any) -> Any:
     """The engine's training step for one prepared batch (see the module docstring), its phases marked with
-    ``record_function`` ranges (``PHASES``).  ``fused``: the optimiser as one fused op (``fused=True``) and the
-    clipping as foreach ops, in place of what the engine builds (a what-if: the same update to round-off)."""
+    ``record_function`` ranges (``PHASES``)."""
     import torch
     from torch.profiler import record_function
 
@@ -126,23 +144,15 @@ def step_function(model: Any, objective: Any, train: Any, device: Any, fused: bo
     loss_module = LossModule(model, objective)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = build_optimizer(params, train)
-    if fused:
-        optimizer = type(optimizer)(params, **{**optimizer.defaults, "fused": True, "foreach": None})
     schedule = Schedule(optimizer, train, 1_000_000)
     stepwise = objective.stepwise(model)
-
-    def clip() -> None:
-        if fused and train.optimiser.clip is not None:
-            torch.nn.utils.clip_grad_norm_(params, train.optimiser.clip, foreach=True)
-        else:
-            clip_gradients(params, train.optimiser.clip)
 
     def update(loss: Any) -> None:
         with record_function(PHASES[1]):
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
         with record_function(PHASES[2]):
-            clip()
+            clip_gradients(params, train.optimiser.clip)
             optimizer.step()
             schedule.after_step()
 
@@ -167,78 +177,159 @@ def step_function(model: Any, objective: Any, train: Any, device: Any, fused: bo
 
 
 def count_step(model_name: str, device_name: str, batch_tokens: int, sentences: int, seed: int,
-               fused: bool = False) -> dict[str, Any]:
-    """Ops and host syncs of one profiled training step of ``model_name`` (after two warm-up steps): top-level
-    ops in all and per phase, every aten event (nested ones too), host syncs."""
+               route: str = "cpu", fused_adam: bool = True, bucketed: bool = False) -> dict[str, Any]:
+    """Ops and host syncs of one profiled training step of ``model_name`` (after two warm-up steps) on ``route``
+    (``cpu`` or ``device``): top-level ops in all and per phase, every aten event (nested ones too), host
+    syncs."""
+    import contextlib
+
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     torch.set_num_threads(1)
     device = torch.device(device_name)
-    model, objective, train = build(model_name, device)
-    step = step_function(model, objective, train, device, fused)
-    generator = torch.Generator().manual_seed(seed)
-    lengths = batch_lengths(batch_tokens, sentences, seed)
-    for _ in range(2):
-        step(random_inputs(objective, lengths, generator))
-    inputs = random_inputs(objective, lengths, generator)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU]) as profiler:
-        step(inputs)
+    if route == "device":
+        from depinduce.models.layers.kernels import device_route
+    with device_route() if route == "device" else contextlib.nullcontext():
+        model, objective, train = build(model_name, device, fused_adam)
+        step = step_function(model, objective, train, device)
+        generator = torch.Generator().manual_seed(seed)
+        lengths = batch_lengths(batch_tokens, sentences, seed, bucketed)
+        for _ in range(2):
+            step(random_inputs(objective, lengths, generator))
+        inputs = random_inputs(objective, lengths, generator)
         if device.type == "cuda":
             torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU]) as profiler:
+            step(inputs)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
     return {"backend": model_name, "config": RECIPES[model_name], **count_events(profiler.events())}
 
 
+def _top(event: Any) -> Any:
+    """The outermost aten event above ``event`` on its thread (``event`` itself when none is)."""
+    top, parent = event, event.cpu_parent
+    while parent is not None:
+        if parent.name.startswith("aten::"):
+            top = parent
+        parent = parent.cpu_parent
+    return top
+
+
+def _below(event: Any) -> int:
+    """aten events at any depth below ``event``."""
+    count, stack = 0, list(event.cpu_children)
+    while stack:
+        child = stack.pop()
+        count += child.name.startswith("aten::")
+        stack.extend(child.cpu_children)
+    return count
+
+
 def count_events(events: Any) -> dict[str, int]:
-    """``ops`` (top-level aten ops), ``all`` (every aten event), ``syncs`` (host-sync ops) and the top-level
-    ops of each phase (``forward``, ``backward``, ``optimiser``: by the phase range their start falls in, so
-    that backward ops on the autograd engine's device threads count too) among the profiler's events."""
+    """``ops`` (top-level aten ops), ``all`` (every aten event), ``syncs`` (host-sync ops), ``rnn`` (the
+    events of recurrent layers, forward and backward) and the top-level ops of each phase (``forward``,
+    ``backward``, ``optimiser``: by the phase range their start falls in, so that backward ops on the autograd
+    engine's device threads count too) among the profiler's events.
+
+    Syncs inside a fused optimiser op are not counted: on the CPU its kernel reads each parameter's step count
+    from a CPU tensor (no device to wait for), on CUDA it reads none.  ``rnn``: the events under a top-level
+    ``aten::lstm`` (``gru``, ``rnn_tanh``, ``rnn_relu``) and under the backward functions of the ops recorded
+    there (matched by the autograd sequence number the profiler gives both) — on the CPU an RNN over a packed
+    batch runs step by step, an op per gate and time step, where CUDA makes one cuDNN call per layer."""
     events = list(events)
     ranges = [(name.split("::")[1], e.time_range.start, e.time_range.end)
               for e in events for name in PHASES if e.name == name]
-    counts = {"ops": 0, "all": 0, "syncs": 0, "forward": 0, "backward": 0, "optimiser": 0}
+    counts = {"ops": 0, "all": 0, "syncs": 0, "rnn": 0, "cpu_only": 0, "forward": 0, "backward": 0,
+              "optimiser": 0}
+    rnn_sequence: set[int] = set()
     for event in events:
         if not event.name.startswith("aten::"):
             continue
         counts["all"] += 1
-        if event.name in SYNC_OPS:
+        top = _top(event)
+        if event.name in SYNC_OPS and not top.name.startswith("aten::_fused_"):
             counts["syncs"] += 1
-        parent = event.cpu_parent
-        while parent is not None and not parent.name.startswith("aten::"):
-            parent = parent.cpu_parent
-        if parent is None:
+        if top.name in RNN_OPS:
+            counts["rnn"] += 1
+            counts["cpu_only"] += top is not event
+            if event.sequence_nr >= 0:
+                rnn_sequence.add(event.sequence_nr)
+        elif top is not event and (top.name.startswith(("aten::_foreach_", "aten::_fused_"))
+                                   or _in_dropout(event) or _scalar_cast(event)):
+            counts["cpu_only"] += 1
+        if top is event:
             counts["ops"] += 1
             for phase, start, end in ranges:
                 if start <= event.time_range.start <= end:
                     counts[phase] += 1
                     break
+    rnn_backward = sum(_below(e) for e in events
+                       if e.name.startswith("autograd::engine::evaluate_function") and e.sequence_nr in rnn_sequence)
+    counts["rnn"] += rnn_backward
+    counts["cpu_only"] += rnn_backward
     return counts
+
+
+def _in_dropout(event: Any) -> bool:
+    """Below ``aten::dropout`` but not its ``native_dropout`` (CUDA's one kernel; the CPU draws and scales in
+    several ops)."""
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name == "aten::dropout":
+            return event.name != "aten::native_dropout"
+        parent = parent.cpu_parent
+    return False
+
+
+def _scalar_cast(event: Any) -> bool:
+    """Part of the CPU's cast of a Python number to an elementwise op's dtype: an ``aten::to`` that makes a copy
+    (``_to_copy``) right below another op, and the events below it."""
+    node = event
+    while node is not None and node.name.startswith("aten::"):
+        parent = node.cpu_parent
+        if (node.name == "aten::to" and parent is not None and parent.name.startswith("aten::")
+                and parent.name != "aten::to" and any(c.name == "aten::_to_copy" for c in node.cpu_children)):
+            return True
+        node = parent
+    return False
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", choices=sorted(RECIPES), default=list(RECIPES))
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--route", choices=("cpu", "device", "both"), default="both",
+                        help="on a CPU: its own route, the route a CUDA device takes, or both (default); "
+                             "with --device cuda the device's own")
     parser.add_argument("--batch-tokens", type=int, default=1024, help="padded tokens per batch (default 1024)")
     parser.add_argument("--sentences", type=int, default=32, help="sentences per batch (default 32)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--fused-optimiser", action="store_true",
-                        help="what-if: a fused Adam/AdamW and foreach clipping instead of the engine's optimiser")
+    parser.add_argument("--bucketed", action="store_true",
+                        help="sentences of the width or one word less, as the engine's length-bucketed batches "
+                             "(default: between half and all of the width, as the figures before were measured)")
+    parser.add_argument("--unfused-adam", action="store_true",
+                        help="count torch's default Adam update (fused_adam: false) instead of the fused one")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's package, run from anywhere
 
-    print(f"{'backend':<13} {'config':<17} {'ops/step':>9} {'forward':>8} {'backward':>8} {'optimiser':>9} "
-          f"{'aten events':>11} {'syncs':>6}   {'before (ops / events)':>21} {'target (events)':>15}")
+    routes = ["device"] if args.device != "cpu" else ["cpu", "device"] if args.route == "both" else [args.route]
+    print(f"{'backend':<13} {'config':<17} {'route':<7} {'ops/step':>9} {'forward':>8} {'backward':>8} "
+          f"{'optimiser':>9} {'aten events':>11} {'RNN':>6} {'CPU-only':>8} {'less CPU-only':>13} {'syncs':>6}   "
+          f"{'before (ops / events)':>21} {'target (events)':>15}")
     for name in args.models:
-        row = count_step(name, args.device, args.batch_tokens, args.sentences, args.seed, args.fused_optimiser)
-        before = BEFORE.get(name)
-        target = TARGET.get(name)
-        print(f"{row['backend']:<13} {row['config']:<17} {row['ops']:>9,} {row['forward']:>8,} "
-              f"{row['backward']:>8,} {row['optimiser']:>9,} {row['all']:>11,} {row['syncs']:>6,}   "
-              f"{'' if before is None else f'{before[0]:,} / {before[1]:,}':>21} "
-              f"{'' if target is None else f'≤ {target:,}':>15}", flush=True)
+        for route in routes:
+            row = count_step(name, args.device, args.batch_tokens, args.sentences, args.seed, route,
+                             not args.unfused_adam, args.bucketed)
+            before = BEFORE.get(name)
+            target = TARGET.get(name)
+            print(f"{row['backend']:<13} {row['config']:<17} {route:<7} {row['ops']:>9,} {row['forward']:>8,} "
+                  f"{row['backward']:>8,} {row['optimiser']:>9,} {row['all']:>11,} {row['rnn']:>6,} "
+                  f"{row['cpu_only']:>8,} {row['all'] - row['cpu_only']:>13,} {row['syncs']:>6,}   "
+                  f"{'' if before is None else f'{before[0]:,} / {before[1]:,}':>21} "
+                  f"{'' if target is None else f'≤ {target:,}':>15}", flush=True)
+
 
 if __name__ == "__main__":
     main()

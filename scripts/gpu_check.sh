@@ -14,9 +14,9 @@
 # GPU_CHECK_DEVICE (default cuda), GPU_CHECK_MINUTES (each end-to-end run's --max-time, default 1.0),
 # GPU_CHECK_LIMIT (hard limit in seconds per training command, default 90), GPU_CHECK_CELL (seconds timed per
 # benchmark cell, default 5), GPU_CHECK_CELL_LIMIT (hard limit per eager cell, default 12) and
-# GPU_CHECK_COMPILE_LIMIT (per compiled cell, compilation included, default 45): the defaults' 12 cells and 2 runs
-# take about 7–8 minutes when the cells finish inside their limits and at most about 9.5 when every one runs to
-# its limit; GPU_CHECK_PRECISIONS (default "fp32 tf32 bf16"), GPU_CHECK_COMPILES (default "off reduce-overhead";
+# GPU_CHECK_COMPILE_LIMIT (per compiled cell, compilation included, default 45): the defaults' 12 cells, UDGN's
+# LSTM-per-direction cell and 2 runs take about 7–8 minutes when the cells finish inside their limits and at most
+# about 9.5 when every one runs to its limit; GPU_CHECK_PRECISIONS (default "fp32 tf32 bf16"), GPU_CHECK_COMPILES (default "off reduce-overhead";
 # add "default" for inductor without CUDA graphs), GPU_CHECK_STRUCTFORMER / GPU_CHECK_UDGN (the
 # authors' checkouts: google-research's folder holding structformer/, yikangshen/UDGN; unset: no authors' rows),
 # GPU_CHECK_INSTALL=0 (already installed), GPU_CHECK_DRY=1 (CPU dry run: tiny networks, a small generated corpus).
@@ -93,13 +93,22 @@ note() {  # MODEL WHAT PRECISION COMPILE NOTE: a row without a figure
 if [ -f scripts/count_ops.py ]; then
   echo "== ops per step" >&2
   # shellcheck disable=SC2086
-  if timeout "$LIMIT" "$PY" scripts/count_ops.py --device "$DEVICE" --models $MODELS >"$WORK/ops.txt" 2>"$WORK/ops.err"; then
+  if timeout "$LIMIT" "$PY" scripts/count_ops.py --device "$DEVICE" --route device --models $MODELS >"$WORK/ops.txt" 2>"$WORK/ops.err"; then
     while IFS= read -r line; do [ -n "$line" ] && note "-" "ops per step" "-" "-" "$line"; done <"$WORK/ops.txt"
   elif [ "$?" = 124 ]; then
     note "-" "ops per step" "-" "-" "count_ops.py over limit (${LIMIT} s)"
   else
     note "-" "ops per step" "-" "-" "count_ops.py failed: $(grep -v -e "^USDT" -e "^\s*$" "$WORK/ops.err" | tail -1)"
   fi
+  case " $MODELS " in *" udgn "*)  # UDGN's LSTM one direction at a time (the CPU's route) instead of packed
+    if DEPINDUCE_LSTM_ROUTE=per-direction timeout "$LIMIT" "$PY" scripts/count_ops.py --device "$DEVICE" --route device --models udgn \
+        >"$WORK/ops-lstm.txt" 2>"$WORK/ops-lstm.err"; then
+      tail -n +2 "$WORK/ops-lstm.txt" | while IFS= read -r line; do
+        [ -n "$line" ] && note "-" "ops per step, LSTM per direction" "-" "-" "$line"; done
+    else
+      note "-" "ops per step, LSTM per direction" "-" "-" "failed or over limit: $(tail -1 "$WORK/ops-lstm.err")"
+    fi;;
+  esac
 else
   note "-" "ops per step" "-" "-" "scripts/count_ops.py is not in this checkout"
 fi
@@ -144,6 +153,19 @@ for model in $MODELS; do
     done
   done
 done
+
+# 3b. UDGN's LSTM one direction at a time (DEPINDUCE_LSTM_ROUTE=per-direction) beside its packed default, fp32 eager
+case " $MODELS " in *" udgn "*)
+  echo "== udgn: fp32, compile off, LSTM per direction" >&2
+  out="$WORK/bench-udgn-lstm"
+  if DEPINDUCE_LSTM_ROUTE=per-direction timeout "$CELL_LIMIT" "$PY" scripts/bench_train.py --model udgn "${CONFIG[@]}" \
+      --device "$DEVICE" --precision fp32 --compile off --seconds "$CELL" --batch-tokens 4096 >"$out.json" 2>"$out.err"; then
+    "$PY" -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().splitlines()[-1]); print(json.dumps({"model": "udgn", "what": "bench_train.py step, LSTM per direction", "precision": "fp32", "compile": "off", "tokens_per_s": r["tokens_per_s"], "note": str(r["steps"]) + " steps"}))' \
+      "$out.json" >>"$RESULTS"
+  else
+    note udgn "bench_train.py step, LSTM per direction" fp32 off "failed or over limit: $(grep -v '^\s*$' "$out.err" | tail -1 | cut -c1-150)"
+  fi;;
+esac
 
 # 4. end to end: `depinduce train` with the paper recipe, as it ships
 for model in $MODELS; do

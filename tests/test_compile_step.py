@@ -10,6 +10,7 @@ tiny test model (skipped, saying so, where there is no C compiler).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
 import shutil
@@ -20,12 +21,13 @@ import torch
 
 from depinduce.data.vocab import Vocab
 from depinduce.errors import RecipeError
+from depinduce.models.layers.kernels import device_route
 from depinduce.models.neural import pad_batch
 from depinduce.training.compiled_step import build_step, check_compile, compiled, configure_dynamo
 from depinduce.training.config import TrainConfig, resolve_config
 from depinduce.training.engine import TrainOptions, train, trainable_class
 from depinduce.training.objectives import LossModule, objective_for
-from depinduce.training.optim import build_optimizer
+from depinduce.training.optim import build_optimizer, clip_gradients
 from depinduce.training.precision import autocast, check_precision
 from depinduce.training.shapes import IGNORE, StaticLoss, pad_inputs
 from training_support import TinyConfig, TinyMLM, make_data, one_thread, tiny_plugin  # noqa: F401 (fixtures)
@@ -88,10 +90,43 @@ def test_tf32_is_refused_on_the_cpu_in_one_line_and_adds_no_autocast() -> None:
         assert not torch.is_autocast_enabled("cpu")
 
 
-def test_adam_is_fused_only_where_every_parameter_is_on_cuda() -> None:
+def test_adam_is_fused_unless_the_setting_says_otherwise() -> None:
     params = [torch.nn.Parameter(torch.zeros(3))]
-    optimizer = build_optimizer(params, TrainConfig())
-    assert not optimizer.defaults.get("fused")  # the CPU keeps torch's default update
+    assert build_optimizer(params, TrainConfig()).defaults["fused"]
+    for optimizer in ("adam", "adamw"):
+        unfused = build_optimizer(params, _config("fused_adam=false", f"optimizer={optimizer}"))
+        assert not unfused.defaults.get("fused") and unfused.defaults.get("foreach") is None  # torch's default
+
+
+def test_the_fused_update_is_the_loops_to_round_off_and_clipping_is_bit_for_bit() -> None:
+    """20 steps of Adam with L2 (the recipes' weight decay) and clipping on float32 and float64 parameters."""
+    runs = []
+    for fused in ("true", "false"):
+        torch.manual_seed(0)
+        params = [torch.nn.Parameter(torch.randn(40, 30)), torch.nn.Parameter(torch.randn(7, dtype=torch.float64))]
+        optimizer = build_optimizer(params, _config(f"fused_adam={fused}", "lr=1e-2", "weight_decay=1e-3"))
+        generator = torch.Generator().manual_seed(1)
+        norms = []
+        for _ in range(20):
+            for p in params:
+                p.grad = torch.randn(p.shape, generator=generator, dtype=p.dtype)
+            norms.append(clip_gradients(params, 0.25))
+            optimizer.step()
+        runs.append((params, norms))
+    (fused, fused_norms), (loop, loop_norms) = runs
+    assert fused_norms[0] == loop_norms[0]  # the same gradients, the same norm
+    for a, b in zip(fused, loop):
+        assert not torch.equal(a, b) or a.dtype == torch.float64  # a different kernel ...
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)  # ... the same update to round-off
+    # the clipping: torch's loop over the parameters, bit for bit
+    torch.manual_seed(2)
+    params = [torch.nn.Parameter(torch.zeros(n)) for n in (5, 300, 41)]
+    twins = [torch.nn.Parameter(torch.zeros(n)) for n in (5, 300, 41)]
+    for p, twin in zip(params, twins):
+        p.grad = torch.randn(p.shape)
+        twin.grad = p.grad.clone()
+    assert torch.equal(clip_gradients(params, 0.25), torch.nn.utils.clip_grad_norm_(twins, 0.25, foreach=False))
+    assert all(torch.equal(p.grad, twin.grad) for p, twin in zip(params, twins))
 
 
 def test_reduce_overhead_says_it_acts_as_default_off_cuda() -> None:
@@ -138,11 +173,21 @@ def _backend(name: str, **options: object) -> torch.nn.Module:
     return trainable_class(name).from_config({**TINY[name], **options}, VOCAB).train()
 
 
+def _route(route: str):
+    """The CPU's own route, or (``device``) the route a CUDA device takes, run on the CPU."""
+    return device_route() if route == "device" else contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("route", ["cpu", "device"])
 @pytest.mark.parametrize("name, options", [("structformer", {"margin": "batch", "dropout": 0.1, "dropatt": 0.1}),
                                            ("udgn", {"dropout": 0.2, "dropatt": 0.1})])
-def test_the_backends_forward_and_loss_trace_without_graph_breaks(name: str, options: dict, one_thread) -> None:
-    """With the paper recipes' options that matter here: StructFormer's batch margin, dropout everywhere."""
-    explained = _explained(_backend(name, **options))
+def test_the_backends_forward_and_loss_trace_without_graph_breaks(name: str, options: dict, route: str,
+                                                                   one_thread) -> None:
+    """With the paper recipes' options that matter here: StructFormer's batch margin, dropout everywhere; on the
+    CPU's route and on the route a CUDA device takes (UDGN's LSTM there packs its batch when eager, which a
+    compiled graph cannot hold)."""
+    with _route(route):
+        explained = _explained(_backend(name, **options))
     assert explained.graph_break_count == 0, [str(b.reason)[:200] for b in explained.break_reasons]
     assert explained.graph_count == 1
 
@@ -209,11 +254,13 @@ def _eager_and_compiled(model: torch.nn.Module, mode: str, backend: str):
     return exact, traced
 
 
+@pytest.mark.parametrize("route", ["cpu", "device"])
 @pytest.mark.parametrize("name", ["structformer", "udgn"])
-def test_twenty_compiled_steps_match_twenty_eager_steps(name: str, one_thread) -> None:
+def test_twenty_compiled_steps_match_twenty_eager_steps(name: str, route: str, one_thread) -> None:
     """Through AOTAutograd (forward and backward graphs, as inductor gets them): the same losses over 20 steps
-    and the same first gradients, to round-off."""
-    (eager_losses, eager_grads), (losses, grads) = _eager_and_compiled(_backend(name), "default", "aot_eager")
+    and the same first gradients, to round-off, on either route."""
+    with _route(route):
+        (eager_losses, eager_grads), (losses, grads) = _eager_and_compiled(_backend(name), "default", "aot_eager")
     assert eager_losses[0] != eager_losses[-1]  # it trained
     torch.testing.assert_close(losses, eager_losses, rtol=1e-5, atol=1e-6)
     for traced, eager in zip(grads, eager_grads):

@@ -17,7 +17,7 @@ from depinduce.models.base import ParseScores
 from depinduce.models.layers.dropout import KeptMask, apply_dropout, drop_mask
 from depinduce.models.layers.kernels import norm_linear, position_linear
 from depinduce.models.structformer import StructFormer, StructFormerConfig
-from depinduce.models.structformer.attention import StructFormerLayer, _AttentionCore, _relation
+from depinduce.models.structformer.attention import StructFormerLayer, _AttentionCore
 from depinduce.models.structformer.parent import parent_distribution
 from depinduce.models.structformer.parser import BIG, calibrate_distances
 from depinduce.structures.decode import argmax_heads
@@ -380,6 +380,11 @@ def test_positions_past_the_table_reuse_the_last_row() -> None:
 
 
 # ------------------------------------------------------------------------------------------ kernels and dropout
+
+
+def _relation(parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
+    """(B, heads, T, T) = w_parent[h]·P + w_dep[h]·Pᵀ, elementwise (the paper's M)."""
+    return mixture[:, 0, None, None] * parent[:, None] + mixture[:, 1, None, None] * parent.transpose(1, 2)[:, None]
 
 
 def plain_layer(layer: StructFormerLayer, x: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:

@@ -233,3 +233,16 @@ def test_help_does_not_import_pydantic() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["heavy"] == []
+
+
+def test_a_run_recorded_before_fused_adam_resumes_with_the_update_it_ran(tmp_path: Path) -> None:
+    """config.yaml written before the key existed: the run ran torch's default update and resumes with it; a
+    run that records the key resumes with what it records."""
+    from depinduce.training.config import load_run_config
+
+    recorded = _resolve().train.flat()
+    assert recorded["fused_adam"] is True  # the default
+    for written, expected in (({k: v for k, v in recorded.items() if k != "fused_adam"}, False),
+                              (recorded, True)):
+        (tmp_path / "config.yaml").write_text(yaml.safe_dump({"model": "tiny-mlm", "train": written}))
+        assert load_run_config(tmp_path, lambda name: TinyConfig).train.optimiser.fused_adam is expected

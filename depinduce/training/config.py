@@ -194,5 +194,8 @@ def load_run_config(run_dir: Path, model_config_class_for: Any) -> ResolvedConfi
     data = load_recipe(path)
     if not data.get("model"):
         raise InputError(path, None, "no 'model' key naming the backend")
+    train = data.get("train")
+    if isinstance(train, dict) and "fused_adam" not in train:
+        train["fused_adam"] = False  # recorded before the key existed: the run resumes with the update it ran
     return resolve_config(model_name=data["model"], model_config_class=model_config_class_for(data["model"]),
                           recipe=data, where=str(path))

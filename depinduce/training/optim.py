@@ -23,17 +23,18 @@ from depinduce.training.config import TrainConfig
 def build_optimizer(params: Iterable[torch.nn.Parameter], config: TrainConfig,
                     parser_params: Iterable[torch.nn.Parameter] = ()) -> torch.optim.Optimizer:
     """Adam/AdamW over ``params``; ``parser_params`` (the parser's, when ``parser_lr`` is set) form a second
-    group at ``parser_lr`` and must not also be in ``params``.  Fused (``fused=True``) when every parameter is
-    on CUDA: the host launches one kernel per step instead of several per parameter."""
+    group at ``parser_lr`` and must not also be in ``params``.  ``fused_adam`` (the default): torch's fused
+    kernel, one op per step for every parameter where the default dispatches about ten per parameter on the CPU
+    (its loop) — on a GPU what the host issues bounds the step, on the CPU the fused update of StructFormer
+    8 × 512 takes a third of the loop's time; the same update to float round-off (results page
+    ``docs/results/2026-11-27-op-counts.md``).  ``fused_adam: false`` keeps torch's default."""
     given = config.optimiser
     kwargs = dict(lr=given.lr, betas=(given.beta1, given.beta2), eps=given.eps, weight_decay=given.weight_decay)
     groups: list[dict[str, Any]] = [{"params": list(params)}]
     parser = list(parser_params)
     if parser:
         groups.append({"params": parser, "lr": given.parser_lr if given.parser_lr is not None else given.lr})
-    # one fused kernel per step where every parameter is on CUDA (the same update; the CPU keeps torch's default)
-    every = [p for group in groups for p in group["params"]]
-    fused = {"fused": True} if every and all(p.is_cuda for p in every) else {}
+    fused = {"fused": True} if given.fused_adam else {}
     if given.optimizer == "adamw":
         return torch.optim.AdamW(groups, **kwargs, **fused)
     return torch.optim.Adam(groups, **kwargs, **fused)
@@ -105,14 +106,20 @@ class Schedule:
         self.steps = int(state.get("steps", self.warmup))
 
 
+@torch.no_grad()
 def clip_gradients(params: Iterable[torch.nn.Parameter], max_norm: float | None) -> torch.Tensor:
     """Clip the global gradient norm to ``max_norm`` (None: only measure); returns the norm before clipping.
 
-    The norm stays a tensor so a GPU run does not wait for it at every step.
+    What ``torch.nn.utils.clip_grad_norm_`` computes, bit for bit: the norm of the parameters' gradient norms,
+    and every gradient times min(1, max_norm / (norm + 1e-6)).  Written with torch's foreach ops (one op for
+    all the norms, one for all the scalings) and without its per-parameter device moves: on a GPU a step is
+    bound by the ops the host issues, and torch's function issued two per parameter.  The norm stays a tensor,
+    so a GPU run does not wait for it at every step.
     """
-    with_grad = [p for p in params if p.grad is not None]
-    if not with_grad:
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
         return torch.zeros(())
-    if max_norm is None:
-        return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad.detach()) for p in with_grad]))
-    return torch.nn.utils.clip_grad_norm_(with_grad, max_norm)
+    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    if max_norm is not None:
+        torch._foreach_mul_(grads, torch.clamp(max_norm / (total + 1e-6), max=1.0))
+    return total

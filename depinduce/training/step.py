@@ -63,7 +63,8 @@ class OptimiserStep:
 def step_numbers(loss: torch.Tensor, nll: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
     """An update's (loss, NLL, count) as one float64 tensor on the device: float64 holds a float32 or bfloat16
     value and a token count exactly, so reading it later gives what ``float()`` of each gave."""
-    return torch.stack([loss.detach().double(), nll.detach().double(), count.detach().double()])
+    with torch.no_grad():  # one cast and one stack (the float64 count promotes the rest), not three casts
+        return torch.stack([loss, nll, count.to(torch.float64)])
 
 
 @dataclass

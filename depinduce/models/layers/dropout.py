@@ -28,15 +28,31 @@ selected rows as a (1, N, C) tensor, ``rows`` is the boolean (B, T) selection, a
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import torch
 
-from depinduce.models.layers.kernels import plain_ops
+from depinduce.models.layers.kernels import on_cpu_route, plain_ops
 
 _FIELD_BITS = 15
 _FIELD_SIZE = 1 << _FIELD_BITS
+
+
+@lru_cache(maxsize=64)
+def _constant(value: float, dtype: torch.dtype) -> torch.Tensor:
+    """``value`` as a 0-dim CPU tensor of ``dtype``.  Why: on the CPU an elementwise op with a Python number
+    first casts the number (wrapped as a float64 or int64 tensor) to the other operand's dtype, four more ops
+    per use; with a tensor of that dtype it does not, and computes the same numbers."""
+    return torch.tensor(value, dtype=dtype)
+
+
+def _scale_(x: torch.Tensor, factor: float) -> torch.Tensor:
+    """``x.mul_(factor)`` (for float32 and float64 ``x`` on the CPU without the number's cast)."""
+    if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64):
+        return x.mul_(_constant(factor, x.dtype))
+    return x.mul_(factor)
 
 
 def new_seed() -> int:
@@ -62,7 +78,9 @@ def drop_mask(shape: torch.Size | tuple[int, ...], p: float, seed: int,
     else:
         words = torch.empty((count + 3) // 4, dtype=torch.int64).random_(generator=generator)
         fields = words.view(torch.int16)[:count].view(shape)
-    return fields.bitwise_and_(_FIELD_SIZE - 1).lt(round(p * _FIELD_SIZE))  # random_() leaves the sign bit 0
+    # random_() leaves the sign bit 0
+    return fields.bitwise_and_(_constant(_FIELD_SIZE - 1, torch.int16)).lt(_constant(round(p * _FIELD_SIZE),
+                                                                                     torch.int16))
 
 
 class KeptMask:
@@ -83,7 +101,7 @@ class KeptMask:
 
 def apply_mask_(x: torch.Tensor, drop: torch.Tensor, p: float) -> torch.Tensor:
     """Zero ``x`` where ``drop`` is true and scale the rest by 1/(1−p), in place."""
-    return x.masked_fill_(drop, 0.0).mul_(1.0 / (1.0 - p))
+    return _scale_(x.masked_fill_(drop, 0.0), 1.0 / (1.0 - p))
 
 
 def dropout_(x: torch.Tensor, p: float, seed: int, rows: torch.Tensor | None = None) -> KeptMask:
@@ -113,7 +131,7 @@ def apply_dropout(x: torch.Tensor, p: float, training: bool, rows: torch.Tensor 
         return x
     if torch.compiler.is_compiling():  # train.compile: torch's dropout, which the compiler traces and fuses
         return torch.nn.functional.dropout(x, p, True)
-    if x.device.type != "cpu":
+    if not on_cpu_route(x):
         if rows is not None:
             raise ValueError("dropout at selected rows is drawn on CPU only")
         return torch.nn.functional.dropout(x, p, True)
@@ -148,7 +166,7 @@ def leaky_relu_dropout_(u: torch.Tensor, slope: float, p: float, training: bool,
                         rows: torch.Tensor | None = None) -> torch.Tensor:
     """``dropout(leaky_relu(u, slope), p)`` computed in place on ``u`` (which nothing else may need), storing a
     single activation for backward.  ``rows``: see the module docstring."""
-    if u.device.type != "cpu" or plain_ops(u):
+    if plain_ops(u):
         return apply_dropout(torch.nn.functional.leaky_relu(u, slope), p, training, rows)
     seed = new_seed() if training and p > 0.0 else None
     if not torch.is_grad_enabled():
@@ -190,7 +208,7 @@ def residual_dropout_(branch: torch.Tensor, residual: torch.Tensor, p: float, tr
                       rows: torch.Tensor | None = None) -> torch.Tensor:
     """``residual + dropout(branch, p)`` computed in place on ``branch`` (which nothing else may need).
     ``rows``: see the module docstring."""
-    if branch.device.type != "cpu" or plain_ops(branch):
+    if plain_ops(branch):
         return residual + apply_dropout(branch, p, training, rows)
     seed = new_seed() if training and p > 0.0 else None
     if not torch.is_grad_enabled():

@@ -19,6 +19,8 @@ created inside a custom Function may not be modified in place.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -29,6 +31,30 @@ from depinduce.errors import UsageError
 
 LINEAR_KERNEL_VARIABLE = "DEPINDUCE_LINEAR_KERNEL"
 
+# Set by device_route(): the CPU runs the ops a CUDA device would run.  A module global, not a ContextVar:
+# torch.compile traces a global's read (and guards on it), not ContextVar.get.
+_device_route = False
+
+
+@contextmanager
+def device_route() -> Iterator[None]:
+    """Within it, tensors on the CPU take the route tensors on a CUDA device take: torch's own dropout, LSTM and
+    products instead of the CPU kernels and custom Functions.  Why: ``scripts/count_ops.py`` counts on a CPU
+    the ops a GPU training step dispatches (a GPU step is bound by the host issuing them), and the tests check
+    that route on a CPU.  Same function, other random numbers (torch's dropout masks).  Not for threads that
+    run models concurrently with other code (a process-wide switch)."""
+    global _device_route
+    before, _device_route = _device_route, True
+    try:
+        yield
+    finally:
+        _device_route = before
+
+
+def on_cpu_route(x: torch.Tensor) -> bool:
+    """Whether ``x`` takes the CPU's route: it is on the CPU and no :func:`device_route` is in force."""
+    return x.device.type == "cpu" and not _device_route
+
 
 def lowered(x: torch.Tensor) -> bool:
     """Whether autocast lowers the precision of products on ``x``'s device (training with ``precision: bf16``):
@@ -38,10 +64,11 @@ def lowered(x: torch.Tensor) -> bool:
 
 
 def plain_ops(x: torch.Tensor) -> bool:
-    """Whether the layers' fused CPU kernels and custom autograd Functions step aside for torch's own ops: under
-    autocast (:func:`lowered`), and while ``torch.compile`` traces (``train.compile``), which fuses plain ops itself
-    and cannot trace the Functions' storage tricks, host reads and capability probes without breaking its graph."""
-    return lowered(x) or torch.compiler.is_compiling()
+    """Whether the layers' fused CPU kernels and custom autograd Functions step aside for torch's own ops: off the
+    CPU's route (:func:`on_cpu_route`: a CUDA device, whose kernels are torch's), under autocast
+    (:func:`lowered`), and while ``torch.compile`` traces (``train.compile``), which fuses plain ops itself and
+    cannot trace the Functions' storage tricks, host reads and capability probes without breaking its graph."""
+    return lowered(x) or torch.compiler.is_compiling() or not on_cpu_route(x)
 
 
 def autocast_off(x: torch.Tensor) -> torch.autocast:
@@ -72,7 +99,6 @@ def onednn_linear_pays() -> bool:
 def _use_onednn(x: torch.Tensor) -> bool:
     return (
         not plain_ops(x)
-        and x.device.type == "cpu"
         and onednn_linear_pays()
         and x.dtype == torch.float32
         and x.dim() == 3

@@ -26,8 +26,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from depinduce.models.layers.kernels import (autocast_off, fold_rows, linear_backward, lowered, position_linear,
-                                             rows_linear)
+from depinduce.models.layers.kernels import (autocast_off, fold_rows, linear_backward, lowered, on_cpu_route,
+                                             position_linear, rows_linear)
 
 # Rows of logits turned into gradients at a time: bounds the float32 scratch under bfloat16 (rows × vocabulary).
 _CHUNK_ROWS = 64
@@ -41,11 +41,13 @@ def widened(scores: torch.Tensor) -> torch.Tensor:
 
 def _logits_to_gradient(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Overwrite ``logits`` (N, V) with d(summed NLL)/d(logits) = softmax − one-hot, row-chunk by row-chunk in
-    float32; return the summed NLL (float32 or wider)."""
+    float32 on the CPU (the scratch stays small), all rows at once elsewhere (a GPU is bound by the ops the
+    host issues; the same numbers, row by row); return the summed NLL (float32 or wider)."""
     total = logits.new_zeros((), dtype=torch.promote_types(logits.dtype, torch.float32))
     rows = torch.arange(logits.size(0), device=logits.device)
-    for start in range(0, logits.size(0), _CHUNK_ROWS):
-        chunk = slice(start, start + _CHUNK_ROWS)
+    step = _CHUNK_ROWS if on_cpu_route(logits) else max(1, logits.size(0))
+    for start in range(0, logits.size(0), step):
+        chunk = slice(start, start + step)
         log_p = torch.log_softmax(logits[chunk].to(total.dtype), dim=-1)
         picked = log_p[rows[chunk] - start, targets[chunk]]
         total -= picked.sum()

@@ -31,22 +31,24 @@ from depinduce.models.layers.dropout import (
 from depinduce.models.layers.kernels import linear_backward, norm_linear, plain_ops, position_linear
 
 
-def _relation(parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
-    """(B, heads, T, T) = w_parent[h]·P + w_dep[h]·Pᵀ."""
-    return mixture[:, 0, None, None] * parent[:, None] + mixture[:, 1, None, None] * parent.transpose(1, 2)[:, None]
-
-
-def _split_heads(qkv: torch.Tensor, n_heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(B, T, 3·H) → q, k, v as (B, heads, T, d) views."""
+def _head_major(qkv: torch.Tensor, n_heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The fused projection (B, T, 3·H) → q, k, v as (heads·B, T, d) tensors, in one copy (``unbind``: under
+    autograd its backward is one ``stack``, where indexing's would zero-fill a block per part)."""
     batch, width, three_hidden = qkv.shape
-    parts = qkv.view(batch, width, 3, n_heads, three_hidden // (3 * n_heads)).permute(2, 0, 3, 1, 4)
-    return parts[0], parts[1], parts[2]
+    dim = three_hidden // (3 * n_heads)
+    q, k, v = qkv.view(batch, width, 3, n_heads, dim).permute(2, 3, 0, 1, 4).reshape(3, -1, width, dim).unbind(0)
+    return q, k, v
 
 
-def _merge_heads(context: torch.Tensor) -> torch.Tensor:
-    """(B, heads, T, d) → (B, T, heads·d)."""
-    batch, heads, width, dim = context.shape
-    return context.transpose(1, 2).reshape(batch, width, heads * dim)
+def _parent_pair(parent: torch.Tensor) -> torch.Tensor:
+    """(P, Pᵀ) as a (2, B·T·T) matrix: each head's relation is one row of mixture · this."""
+    return torch.stack((parent, parent.transpose(1, 2))).view(2, -1)
+
+
+def _heads_to_positions(context: torch.Tensor, n_heads: int, batch: int) -> torch.Tensor:
+    """Head-major (heads·B, T, d) → (B, T, heads·d)."""
+    _, width, dim = context.shape
+    return context.view(n_heads, batch, width, dim).permute(1, 2, 0, 3).reshape(batch, width, n_heads * dim)
 
 
 class _AttentionCore(torch.autograd.Function):
@@ -127,12 +129,9 @@ class _Heads:
         batch, width, three_hidden = qkv.shape
         dim = three_hidden // (3 * n_heads)
         self.shape = (n_heads, batch, width, dim)
-        # one copy: (B, T, 3, heads, d) → (3, heads·B, T, d)
-        parts = qkv.view(batch, width, 3, n_heads, dim).permute(2, 3, 0, 1, 4).reshape(3, -1, width, dim)
-        self.q, self.k, self.v = parts[0], parts[1], parts[2]
+        self.q, self.k, self.v = _head_major(qkv, n_heads)
         self.scale = dim**-0.5
-        # (P, Pᵀ) flattened: each head's relation is one row of mixture · parent_pair
-        self.parent_pair = torch.stack((parent, parent.transpose(1, 2))).view(2, -1)
+        self.parent_pair = _parent_pair(parent)
         self.mixture = mixture.to(parent.dtype)
         self.p = p
         self.drop = None if drop is None else drop.view(-1, width, width)
@@ -148,15 +147,13 @@ class _Heads:
 
     def context(self, weights: torch.Tensor) -> torch.Tensor:
         """weights · v of every head, as (B, T, heads·d)."""
-        n_heads, batch, width, dim = self.shape
-        context = torch.bmm(weights, self.v).view(n_heads, batch, width, dim)
-        return context.permute(1, 2, 0, 3).reshape(batch, width, n_heads * dim)
+        return _heads_to_positions(torch.bmm(weights, self.v), self.shape[0], self.shape[1])
 
 
 def _fused_attention_supported(qkv: torch.Tensor) -> bool:
     """The fused core draws its dropout masks on CPU; elsewhere (and under autocast) plain autograd ops
     do the work."""
-    return qkv.device.type == "cpu" and not plain_ops(qkv)
+    return not plain_ops(qkv)
 
 
 class DependencyAttention(nn.Module):
@@ -187,14 +184,22 @@ class DependencyAttention(nn.Module):
         qkv = norm_linear(x, norm, self.qkv)
         parent = parent.to(qkv.dtype)
         if not _fused_attention_supported(qkv):
-            q, k, v = _split_heads(qkv, self.n_heads)
-            weights = torch.sigmoid(torch.matmul(q, k.transpose(-1, -2)) * self.head_dim**-0.5)
-            weights = apply_dropout(weights * _relation(parent, mixture), self.dropatt, self.training)
-            context = _at_rows(_merge_heads(torch.matmul(weights, v)), rows)
-            return position_linear(context, self.out.weight, self.out.bias)
+            return position_linear(_at_rows(self._plain_context(qkv, parent, mixture), rows), self.out.weight,
+                                   self.out.bias)
         seed = new_seed() if self.training and self.dropatt > 0.0 else None
         return _AttentionCore.apply(qkv, parent, mixture, self.out.weight, self.out.bias, self.n_heads,
                                     self.dropatt, seed, rows)
+
+    def _plain_context(self, qkv: torch.Tensor, parent: torch.Tensor, mixture: torch.Tensor) -> torch.Tensor:
+        """The attention's context (B, T, H) by torch's autograd ops (other devices, autocast, ``torch.compile``),
+        laid out as the CPU core lays it: q, k and v head-major in one copy, so that each product is one batched
+        matmul over heads × sentences, and M of every head one (heads, 2) × (2, B·T·T) product."""
+        batch, width, _ = qkv.shape
+        q, k, v = _head_major(qkv, self.n_heads)
+        gates = torch.baddbmm(q.new_empty(()), q, k.transpose(1, 2), beta=0.0, alpha=self.head_dim**-0.5).sigmoid()
+        relation = torch.mm(mixture.to(parent.dtype), _parent_pair(parent)).view_as(gates)
+        weights = apply_dropout(gates * relation, self.dropatt, self.training)
+        return _heads_to_positions(torch.bmm(weights, v), self.n_heads, batch)
 
 
 class StructFormerLayer(nn.Module):
@@ -232,7 +237,7 @@ class StructFormerLayer(nn.Module):
         """FFN(LN(x)) as a fresh tensor; ``x`` holds the positions ``rows`` selects when it is given (whose inner
         activation is small enough to keep: no recomputation then)."""
         recompute = (self.recompute_ffn if recompute_ffn is None else recompute_ffn) and rows is None
-        if recompute and torch.is_grad_enabled() and x.device.type == "cpu" and not plain_ops(x):
+        if recompute and torch.is_grad_enabled() and not plain_ops(x):
             seed = new_seed() if self.training and self.dropout > 0.0 else None
             norm = self.ff_norm
             return _RecomputedFeedForward.apply(x, norm.weight, norm.bias, self.ff_in.weight, self.ff_in.bias,

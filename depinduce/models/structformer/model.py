@@ -39,7 +39,7 @@ from depinduce.data.vocab import Vocab
 from depinduce.models.base import Induces, ParseScores
 from depinduce.models.contracts import MaskedLMBackend
 from depinduce.models.layers.dropout import apply_dropout
-from depinduce.models.layers.kernels import autocast_off
+from depinduce.models.layers.kernels import autocast_off, on_cpu_route
 from depinduce.models.layers.memory import limit_onednn_primitive_cache, release_free_heap, should_recompute
 from depinduce.models.neural import LinearOutputLayer
 from depinduce.models.structformer.attention import StructFormerLayer
@@ -126,7 +126,7 @@ class StructFormer(LinearOutputLayer, MaskedLMBackend):
         projection and feed-forward block, about 0.7 of the layer) done at the masked positions only: a quarter
         of a 4-layer network's per-position products at 30% masking.  Same dropout masks at those positions
         (drawn on CPU; on other devices dropout in training takes the whole-batch path)."""
-        if self.training and self.config.dropout > 0.0 and tokens.device.type != "cpu":
+        if self.training and self.config.dropout > 0.0 and not on_cpu_route(tokens):
             return self._encode(tokens, mask)[masked]
         return self._encode(tokens, mask, masked)
 

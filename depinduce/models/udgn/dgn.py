@@ -45,6 +45,7 @@ gradients, the same computation runs as plain torch ops.  The second dropout fol
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -59,17 +60,21 @@ from depinduce.models.layers.dropout import (
     new_seed,
     residual_dropout_,
 )
-from depinduce.models.layers.kernels import autocast_off, linear_backward, lowered, position_linear
+from depinduce.models.layers.kernels import autocast_off, linear_backward, lowered, on_cpu_route, position_linear
 
 # Pair directions: 0 = the word itself, 1 = j left of i (j < i), 2 = j right of i (j > i).
 SAME, LEFT, RIGHT = 0, 1, 2
 
 
+@lru_cache(maxsize=32)
 def pair_directions(width: int, device: torch.device | None = None) -> torch.Tensor:
-    """(T, T) long tensor: the direction of key j seen from query i (SAME / LEFT / RIGHT)."""
-    index = torch.arange(width, device=device)
-    i, j = index[:, None], index[None, :]
-    return torch.where(j < i, LEFT, torch.where(j > i, RIGHT, SAME))
+    """(T, T) long tensor: the direction of key j seen from query i (SAME / LEFT / RIGHT); cached per width and
+    device (read only), so that a step does not build it again; an ordinary tensor even when first asked for
+    under ``torch.inference_mode`` (parsing), which training could not save for backward."""
+    with torch.inference_mode(False):
+        index = torch.arange(width, device=device)
+        i, j = index[:, None], index[None, :]
+        return torch.where(j < i, LEFT, torch.where(j > i, RIGHT, SAME))
 
 
 @dataclass(frozen=True)
@@ -94,27 +99,28 @@ def _split(parts: torch.Tensor, opts: HeadOptions) -> tuple[torch.Tensor, ...]:
     return parts.view(batch, width, opts.n_parts, opts.n_heads, opts.head_size).unbind(2)
 
 
-def _controller(q: torch.Tensor, k: torch.Tensor, table: torch.Tensor | None, directions: torch.Tensor,
-                opts: HeadOptions) -> torch.Tensor:
-    """â (B, N, T, T) from queries and keys (B, T, N, d) and the (N, 3) direction-bias table (or None)."""
-    return _controller_of_heads(q.transpose(1, 2), k.transpose(1, 2).contiguous(), table, directions, opts)
-
-
-def _controller_of_heads(q: torch.Tensor, k: torch.Tensor, table: torch.Tensor | None, directions: torch.Tensor,
-                         opts: HeadOptions, batch: int | None = None) -> torch.Tensor:
-    """â (B, N, T, T) from head-major queries and keys, (B, N, T, d) or, with ``batch`` = B, (B·N, T, d).  The
-    keys enter the product as the transpose of a contiguous head-major tensor, which the batched product reads
-    as it is (a transposed operand): copying them to a contiguous (B, N, d, T) instead moves every element on
-    its own, 1.2–2 ms per layer at 4 × 256 and 8 × 512 against 0.05–0.2 ms for the head-major copy (Zen 4,
-    2 threads), for the same products."""
-    if batch is None:
-        scores = torch.matmul(q, k.transpose(-1, -2))
-    else:
-        scores = torch.bmm(q, k.transpose(1, 2)).view(batch, -1, q.size(1), q.size(1))
-    if table is not None:
-        scores = scores + table[:, directions]
+def _controller_of_heads(q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor | None, opts: HeadOptions,
+                         batch: int) -> torch.Tensor:
+    """â (B, N, T, T) from head-major (B·N, T, d) queries and keys and every head's (N, T, T) direction bias of
+    each pair (or None).  The keys enter the product as the transpose of a contiguous head-major tensor, which
+    the batched product reads as it is (a transposed operand): copying them to a contiguous (B, N, d, T) instead
+    moves every element on its own, 1.2–2 ms per layer at 4 × 256 and 8 × 512 against 0.05–0.2 ms for the
+    head-major copy (Zen 4, 2 threads), for the same products."""
+    scores = torch.bmm(q, k.transpose(1, 2)).view(batch, -1, q.size(1), q.size(1))
+    if bias is not None:
+        scores = scores + bias
     scores = scores.mul_(opts.head_size**-0.5)
     return scores.softmax(dim=1) if opts.competition == "softmax" else scores.sigmoid()
+
+
+@lru_cache(maxsize=32)
+def pair_sides(width: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """(2, T·T): row 0 is 1 where key j is left of query i, row 1 where it is right (0 elsewhere), so that the
+    heads' direction biases b (N, 2) of every pair are one product, b · sides (exactly b^left, b^right or 0).
+    Cached per width: built once, not per step."""
+    directions = pair_directions(width, device).flatten()
+    with torch.inference_mode(False):  # see pair_directions
+        return torch.stack((directions == LEFT, directions == RIGHT)).to(dtype)
 
 
 def _values(v: torch.Tensor, opts: HeadOptions, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -124,20 +130,31 @@ def _values(v: torch.Tensor, opts: HeadOptions, out: torch.Tensor | None = None)
     return torch.tanh(v, out=out) if opts.activation == "tanh" else out.copy_(v)
 
 
-def plain_heads(parts: torch.Tensor, graph: torch.Tensor, table: torch.Tensor | None, directions: torch.Tensor,
+def plain_heads(parts: torch.Tensor, graph: torch.Tensor, direction_bias: torch.Tensor | None,
                 opts: HeadOptions, dropatt: float, dropout: float, training: bool,
                 controllers: list[torch.Tensor] | None = None) -> torch.Tensor:
-    """dropout([o_i1; …; o_iN]) (B, T, N·d) with torch's own autograd: the reference computation."""
+    """dropout([o_i1; …; o_iN]) (B, T, N·d) with torch's own autograd (other devices, autocast, ``torch.compile``,
+    the controllers for analysis): the projection copied head-major once, every product one batched matmul
+    over sentences × heads, the (N, 2) direction biases spread over the pairs by one product
+    (:func:`pair_sides`) — a few ops per layer where ``matmul`` over (B, N, ·, ·) views and indexing took
+    dozens."""
     batch, width, _ = parts.shape
-    q, k, v, *gate = _split(parts, opts)
-    controller = _controller(q, k, table, directions, opts)
+    q, k, v, *gate = parts.view(batch, width, opts.n_parts, opts.n_heads, opts.head_size).permute(
+        2, 0, 3, 1, 4).reshape(opts.n_parts, -1, width, opts.head_size).unbind(0)  # each (B·N, T, d)
+    bias = None
+    if direction_bias is not None:
+        with autocast_off(parts):  # the biases themselves, not rounded to bfloat16 (precision: bf16)
+            bias = torch.mm(direction_bias, pair_sides(width, parts.device, direction_bias.dtype))
+        bias = bias.view(-1, width, width)
+    controller = _controller_of_heads(q, k, bias, opts, batch)
     if controllers is not None:
         controllers.append(controller.detach())
-    weights = apply_dropout(controller * graph[:, None], dropatt, training)
-    messages = torch.matmul(weights, _values(v, opts).transpose(1, 2)).transpose(1, 2)  # (B, T, N, d)
+    weights = apply_dropout(controller * graph[:, None], dropatt, training).view(-1, width, width)
+    messages = torch.bmm(weights, _values(v, opts))  # (B·N, T, d)
     if opts.gates:
         messages = messages * torch.sigmoid(gate[0])
-    return apply_dropout(messages.reshape(batch, width, -1), dropout, training)
+    messages = messages.view(batch, opts.n_heads, width, -1).transpose(1, 2).reshape(batch, width, -1)
+    return apply_dropout(messages, dropout, training)
 
 
 class _Recomputed:
@@ -164,7 +181,8 @@ class _Recomputed:
         batch, width, _ = parts.shape
         self.shape = (batch, opts.n_heads, width, opts.head_size)
         self.q, self.k, v = _head_major(parts, opts)
-        self.controller = _as(_controller_of_heads(self.q, self.k, table, directions, opts, batch),
+        bias = None if table is None else table[:, directions]
+        self.controller = _as(_controller_of_heads(self.q, self.k, bias, opts, batch),
                               _controller_dtype(parts))
         weights = self.controller * graph[:, None]  # (B, N, T, T)
         if kept is not None:
@@ -309,7 +327,7 @@ def _fused_supported(parts: torch.Tensor) -> bool:
     autocast (``precision: bf16``) it runs too, on the bfloat16 projection autocast gave it, with the casts
     autocast would have made (:class:`_Recomputed`).  Not while ``torch.compile`` traces (``train.compile``): the
     plain ops are what the compiler can trace and fuse."""
-    return (parts.device.type == "cpu" and torch.is_grad_enabled() and not torch.compiler.is_compiling()
+    return (on_cpu_route(parts) and torch.is_grad_enabled() and not torch.compiler.is_compiling()
             and parts.dtype in (torch.float32, torch.float64, torch.bfloat16))
 
 
@@ -356,14 +374,14 @@ class DGNLayer(nn.Module):
         parts = position_linear(x, self.project.weight, self.project.bias)
         graph = _as(graph, parts.dtype)
         # (N, 3): SAME gets no bias
-        table = None if self.direction_bias is None else F.pad(self.direction_bias, (1, 0))
         if controllers is None and _fused_supported(parts):
+            table = None if self.direction_bias is None else F.pad(self.direction_bias, (1, 0))
             att_seed = new_seed() if self.training and self.dropatt > 0.0 else None
             seed = new_seed() if self.training and self.dropout > 0.0 else None
             out = _GatedHeadsCore.apply(parts, graph, table, self.out.weight, self.out.bias, directions, self.opts,
                                         self.dropatt, att_seed, self.dropout, seed, recompute)
         else:
-            messages = plain_heads(parts, graph, table, directions, self.opts, self.dropatt, self.dropout,
+            messages = plain_heads(parts, graph, self.direction_bias, self.opts, self.dropatt, self.dropout,
                                    self.training, controllers)
             out = position_linear(messages, self.out.weight, self.out.bias)
         if self.dropout_twice:  # the authors' second dropout, on the projected output (keeps only its seed)

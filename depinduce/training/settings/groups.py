@@ -74,6 +74,9 @@ class Optimiser(Group):
     weight_decay: float = 1.2e-6
     # Maximum global gradient norm; null disables clipping.
     clip: float | None = 0.25
+    # torch's fused Adam/AdamW (one op per step for every parameter, CPU and CUDA): the same update to float
+    # round-off; false: torch's default (a loop over the parameters on the CPU, foreach ops on CUDA).
+    fused_adam: bool = True
 
 
 class LrSchedule(Group):
@@ -193,7 +196,7 @@ FLAT_KEYS = (
     "plateau_factor", "plateau_patience", "warmup_steps", "min_lr", "select", "patience", "eval_every",
     "curve_every_tokens", "checkpoint_every", "log_every", "tensorboard", "decoder", "dev_parse", "seed", "lm_mode",
     "bptt", "init_train", "init_dev", "warm_start", "max_time", "max_tokens", "precision", "find_unused_parameters",
-    "compile", "static_shapes", "prefetch",
+    "compile", "static_shapes", "prefetch", "fused_adam",
 )
 # flat key -> the group that holds it
 GROUP_OF: dict[str, str] = {key: name for name, group in GROUPS.items() for key in group.model_fields}

@@ -1,0 +1,145 @@
+"""The route a CUDA device takes, run on the CPU (``models/layers/kernels.device_route``): torch's own ops where
+the CPU has its kernels and custom autograd Functions.  It is how ``scripts/count_ops.py`` counts a GPU step's
+ops without a GPU, and how these tests check, without one, that the GPU's route computes what the CPU's does."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from depinduce.data.vocab import Vocab
+from depinduce.models.layers import kernels
+from depinduce.models.layers.kernels import device_route, on_cpu_route, plain_ops
+from depinduce.models.structformer import StructFormer, StructFormerConfig
+from depinduce.models.udgn import UDGN, UDGNConfig
+from depinduce.training.objectives import LossModule, MaskedLM
+
+VOCAB = Vocab([f"w{i}" for i in range(60)])
+BUILD = {
+    "structformer": lambda: StructFormer(StructFormerConfig(hidden_size=32, n_layers=2, n_heads=4, ff_size=64,
+                                                            dropout=0.0, dropatt=0.0), VOCAB),
+    "udgn": lambda: UDGN(UDGNConfig(hidden_size=32, n_layers=2, n_heads=4, head_size=8, parser_layers=2,
+                                    parser_hidden_size=16, dropout=0.0, dropatt=0.0), VOCAB),
+}
+
+
+def test_the_switch_covers_its_block_only() -> None:
+    x = torch.zeros(2, 3, 4)
+    assert on_cpu_route(x) and not plain_ops(x)
+    with device_route():
+        assert not on_cpu_route(x) and plain_ops(x)
+        with device_route():
+            pass
+        assert not on_cpu_route(x)  # a nested block leaves the outer one in force
+    assert on_cpu_route(x) and not plain_ops(x)
+
+
+def _loss_and_gradients(model: torch.nn.Module) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    generator = torch.Generator().manual_seed(0)
+    lengths = torch.tensor([12, 9, 7, 12, 3])
+    mask = torch.arange(12)[None, :] < lengths[:, None]
+    tokens = torch.randint(4, len(VOCAB), (5, 12), generator=generator).masked_fill(~mask, 0)
+    inputs = MaskedLM(0.3).prepare(tokens, mask, generator=generator)
+    model.train()
+    model.zero_grad(set_to_none=True)
+    loss = LossModule(model, MaskedLM(0.3))(**inputs)[0]
+    loss.backward()
+    return loss.detach(), [p.grad.clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("name", sorted(BUILD))
+@pytest.mark.parametrize("onednn", [True, False])
+def test_the_device_route_computes_the_cpu_routes_loss_and_gradients(name: str, onednn: bool,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without dropout (the routes draw their masks differently): the same loss and gradients to round-off,
+    with the CPU's linear maps on either of their kernels (oneDNN or MKL)."""
+    monkeypatch.setattr(kernels, "onednn_linear_pays", lambda: onednn)
+    torch.manual_seed(0)
+    model = BUILD[name]()
+    cpu_loss, cpu_grads = _loss_and_gradients(model)
+    with device_route():
+        loss, grads = _loss_and_gradients(model)
+    torch.testing.assert_close(loss, cpu_loss, rtol=1e-6, atol=1e-6)
+    for got, want in zip(grads, cpu_grads):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("route", ["", "packed", "per-direction"])
+def test_udgns_lstm_routes_compute_the_same_states(route: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``DEPINDUCE_LSTM_ROUTE`` (unset: packed on CUDA, one direction at a time on the CPU) chooses how the
+    parser's BiLSTM runs on every device; the states at real positions and the gradients are the same."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from depinduce.models.udgn.parser import LSTM_ROUTE_VARIABLE, BiLSTM
+
+    torch.manual_seed(0)
+    lstm = BiLSTM(6, 5, 2, dropout=0.0).train()
+    x = torch.randn(3, 7, 6)
+    mask = torch.arange(7)[None, :] < torch.tensor([7, 4, 1])[:, None]
+    reference = lstm._packed(x, mask.sum(dim=-1))
+    monkeypatch.setenv(LSTM_ROUTE_VARIABLE, route)
+    for switch in (device_route, torch.no_grad):  # the device's route, and the CPU's (without gradients)
+        with switch(), profile(activities=[ProfilerActivity.CPU]) as profiler:
+            states = lstm(x, mask)
+        packed = any(e.name == "aten::_pack_padded_sequence" for e in profiler.events())
+        assert packed == (route == "packed" or (route == "" and switch is device_route))
+        torch.testing.assert_close(states[mask], reference[mask], rtol=1e-5, atol=1e-6)
+
+
+def test_an_unknown_lstm_route_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from depinduce.errors import UsageError
+    from depinduce.models.udgn.parser import BiLSTM
+
+    monkeypatch.setenv("DEPINDUCE_LSTM_ROUTE", "fast")
+    with pytest.raises(UsageError, match=r"^DEPINDUCE_LSTM_ROUTE='fast': expected packed or per-direction "
+                                         r"\(or unset: packed on CUDA, per direction on the CPU\)$"):
+        BiLSTM(4, 3, 1, dropout=0.0)(torch.zeros(1, 2, 4), torch.ones(1, 2, dtype=torch.bool))
+
+
+def test_udgns_cached_pair_tables_serve_training_after_inference_mode() -> None:
+    """The per-width tables are cached; one first built while parsing (inference mode) still serves a training
+    step on either route."""
+    from depinduce.models.udgn.dgn import pair_directions, pair_sides
+
+    pair_directions.cache_clear()
+    pair_sides.cache_clear()
+    torch.manual_seed(0)
+    model = BUILD["udgn"]()
+    tokens = torch.randint(4, len(VOCAB), (2, 12))  # the width _loss_and_gradients trains at
+    mask = torch.ones(2, 12, dtype=torch.bool)
+    with torch.inference_mode(), device_route():
+        model.eval()
+        model.encode(tokens, mask)
+    for route in (device_route, torch.enable_grad):
+        with route():
+            loss, grads = _loss_and_gradients(model)
+        assert torch.isfinite(loss) and all(torch.isfinite(g).all() for g in grads)
+
+
+@pytest.mark.parametrize(("name", "lstm_route", "reads"), [("structformer", "", 1), ("udgn", "per-direction", 0),
+                                                           ("udgn", "packed", 2)])
+def test_a_gpu_step_on_static_shapes_reads_the_host_only_where_documented(name: str, lstm_route: str, reads: int,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forward pass, loss and backward on the route a CUDA device takes, the batch padded to a static shape
+    (the masked rows gathered by index): StructFormer reads one number (whether a sentence needs its exact
+    float64 fallback; on the device under ``compile``), UDGN's packed LSTM two (the lengths it packs by), its
+    LSTM one direction at a time none.  Reads: ``_local_scalar_dense`` and ``nonzero`` (boolean indexing)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from depinduce.models.neural import pad_batch
+    from depinduce.training.shapes import StaticLoss, pad_inputs
+
+    monkeypatch.setenv("DEPINDUCE_LSTM_ROUTE", lstm_route)
+    torch.manual_seed(0)
+    model = BUILD[name]().train()
+    rows = [[4 + (i * 7 + j) % 50 for j in range(5 + i)] for i in range(6)]
+    objective = MaskedLM(0.3)
+    inputs = pad_inputs("mlm", objective.prepare(*pad_batch(rows, VOCAB.pad_index),
+                                                 generator=torch.Generator().manual_seed(0)), VOCAB.pad_index)
+    step = StaticLoss(model, "mlm", mask_index=VOCAB.mask_index, boundary_index=-1)
+    with device_route():
+        step(**inputs)[0].backward()  # warm-up
+        with profile(activities=[ProfilerActivity.CPU]) as profiler:
+            step(**inputs)[0].backward()
+    found = [e.name for e in profiler.events() if e.name in ("aten::_local_scalar_dense", "aten::nonzero")]
+    assert len(found) == reads, found
