@@ -64,38 +64,6 @@ def test_the_device_route_computes_the_cpu_routes_loss_and_gradients(name: str, 
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("route", ["", "packed", "per-direction"])
-def test_udgns_lstm_routes_compute_the_same_states(route: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``DEPINDUCE_LSTM_ROUTE`` (unset: packed on CUDA, one direction at a time on the CPU) chooses how the
-    parser's BiLSTM runs on every device; the states at real positions and the gradients are the same."""
-    from torch.profiler import ProfilerActivity, profile
-
-    from depinduce.models.udgn.parser import LSTM_ROUTE_VARIABLE, BiLSTM
-
-    torch.manual_seed(0)
-    lstm = BiLSTM(6, 5, 2, dropout=0.0).train()
-    x = torch.randn(3, 7, 6)
-    mask = torch.arange(7)[None, :] < torch.tensor([7, 4, 1])[:, None]
-    reference = lstm._packed(x, mask.sum(dim=-1))
-    monkeypatch.setenv(LSTM_ROUTE_VARIABLE, route)
-    for switch in (device_route, torch.no_grad):  # the device's route, and the CPU's (without gradients)
-        with switch(), profile(activities=[ProfilerActivity.CPU]) as profiler:
-            states = lstm(x, mask)
-        packed = any(e.name == "aten::_pack_padded_sequence" for e in profiler.events())
-        assert packed == (route == "packed" or (route == "" and switch is device_route))
-        torch.testing.assert_close(states[mask], reference[mask], rtol=1e-5, atol=1e-6)
-
-
-def test_an_unknown_lstm_route_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    from depinduce.errors import UsageError
-    from depinduce.models.udgn.parser import BiLSTM
-
-    monkeypatch.setenv("DEPINDUCE_LSTM_ROUTE", "fast")
-    with pytest.raises(UsageError, match=r"^DEPINDUCE_LSTM_ROUTE='fast': expected packed or per-direction "
-                                         r"\(or unset: packed on CUDA, per direction on the CPU\)$"):
-        BiLSTM(4, 3, 1, dropout=0.0)(torch.zeros(1, 2, 4), torch.ones(1, 2, dtype=torch.bool))
-
-
 def test_udgns_cached_pair_tables_serve_training_after_inference_mode() -> None:
     """The per-width tables are cached; one first built while parsing (inference mode) still serves a training
     step on either route."""

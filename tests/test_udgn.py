@@ -22,8 +22,8 @@ from depinduce.models.base import ParseScores
 from depinduce.models.udgn import dgn
 from depinduce.models.udgn.decoders import authors_tree
 from depinduce.models.udgn.dgn import DGNLayer, pair_directions
-from depinduce.models.udgn.parser import (BiLSTM, HeadSelectiveParser, reversal_rows, reverse_within_lengths,
-                                          swap_time, undirected_mask)
+from depinduce.models.layers.bilstm import BiLSTM
+from depinduce.models.udgn.parser import HeadSelectiveParser, undirected_mask
 from depinduce.structures.decode import decode_heads
 from depinduce.structures.dependency import tree_problem
 from depinduce.training.config import load_recipe, resolve_config
@@ -71,47 +71,6 @@ def test_undirected_mask_is_a_symmetric_probabilistic_or_with_zero_diagonal() ->
     both = torch.tensor([[[0.0, 1.0], [1.0, 0.0]]])
     assert torch.equal(undirected_mask(both), both)
     assert torch.all(m[1, 3:] == 0) and torch.all(m[1, :, 3:] == 0)
-
-
-def test_bilstm_equals_the_packed_sequence_lstm() -> None:
-    torch.manual_seed(0)
-    lstm = BiLSTM(8, 6, 3, dropout=0.3).eval()
-    lengths = torch.tensor([7, 3, 5, 1])
-    mask = torch.arange(7)[None] < lengths[:, None]
-    x = torch.randn(4, 7, 8)
-    assert torch.allclose(lstm(x, mask)[mask], lstm._packed(x, lengths)[mask], atol=1e-6)
-
-
-def test_bilstm_gradients_equal_the_packed_sequence_lstms() -> None:
-    """Training: the per-direction oneDNN LSTMs over sentences reversed within their lengths give the packed
-    nn.LSTM's gradients (inputs and every weight), so the row swaps' backward is right."""
-    torch.manual_seed(0)
-    lstm = BiLSTM(8, 6, 3, dropout=0.0).train()
-    lengths = torch.tensor([7, 3, 5, 1])
-    mask = torch.arange(7)[None] < lengths[:, None]
-    x = torch.randn(4, 7, 8)
-    weights = torch.randn(4, 7, 12)
-    grads = []
-    for run in (lambda inputs: lstm(inputs, mask), lambda inputs: lstm._packed(inputs, lengths)):
-        lstm.zero_grad()
-        inputs = x.clone().requires_grad_()
-        (run(inputs) * weights)[mask].sum().backward()
-        grads.append([inputs.grad.clone()] + [p.grad.clone() for p in lstm.parameters()])
-    for ours, packed in zip(*grads):
-        assert torch.allclose(ours, packed, atol=1e-5)
-
-
-def test_swap_time_reverses_each_sentence_within_its_length_both_ways() -> None:
-    lengths = torch.tensor([4, 2, 1])
-    x = torch.arange(3 * 5 * 2, dtype=torch.float64).view(3, 5, 2).requires_grad_()
-    rows = reversal_rows(lengths, 5)
-    swapped = swap_time(x, rows)
-    index = reverse_within_lengths(lengths, 5)
-    assert torch.equal(swapped, x.gather(1, index[:, :, None].expand(-1, -1, 2)))
-    assert swapped[0, :, 0].tolist() == [6.0, 4.0, 2.0, 0.0, 8.0]  # the padding stays in place
-    assert swapped[1, :, 0].tolist() == [12.0, 10.0, 14.0, 16.0, 18.0]
-    assert torch.equal(swap_time(swapped, rows), x)  # an involution
-    assert torch.autograd.gradcheck(lambda t: swap_time(t, rows), (x,))
 
 
 # ----------------------------------------------------------------------------------------------- DGN layer

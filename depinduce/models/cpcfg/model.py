@@ -32,7 +32,8 @@ here would be a choice of ours, not the model's — ``parse --format conllu`` is
 
 Differences from the authors' code: the inside pass is batched over sentences and over all spans of one width
 (their loop runs over every span and split in Python); sentences of different lengths share a batch (they batch
-equal lengths only), so the BiLSTM reads packed sequences and the pooling ignores padding; ``<pad>`` and
+equal lengths only), so the BiLSTM reads each sentence's real words only (``models/layers/bilstm.py``: one
+direction at a time on the CPU, the states of a packed sequence) and the pooling ignores padding; ``<pad>`` and
 ``<mask>`` are never generated (their vocabulary has no such symbols; a literal ``<mask>`` in the input is read as
 an unknown word); the loss is averaged over sentences as
 theirs, but reported per word without </s>.
@@ -42,13 +43,13 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from depinduce.data.vocab import Vocab
 from depinduce.models.base import Induces, ParseScores
 from depinduce.models.contracts import LikelihoodBackend
 from depinduce.models.cpcfg.chart import Grammar, best_span_tree, inside, span_gradients, split_distances
 from depinduce.models.cpcfg.config import CPCFGConfig
+from depinduce.models.layers.bilstm import bidirectional_states
 
 EVAL_Z_SEED = 20190701  # eval_z: sample draws from this seed at every call, so dev losses are comparable
 
@@ -112,9 +113,7 @@ class CPCFG(LikelihoodBackend):
     def posterior(self, tokens: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """q(z | x): mean and log-variance (B, z_dim) from the BiLSTM states pooled over the real positions."""
         lengths = mask.sum(-1)
-        packed = pack_padded_sequence(self.enc_emb(tokens), lengths.clamp(min=1).cpu(), batch_first=True,
-                                      enforce_sorted=False)
-        states, _ = pad_packed_sequence(self.enc_rnn(packed)[0], batch_first=True, total_length=tokens.shape[1])
+        states = bidirectional_states(self.enc_rnn, self.enc_emb(tokens), mask)
         real = mask.unsqueeze(-1)
         if self.config.pooling == "max":
             pooled = states.masked_fill(~real, float("-inf")).amax(1)
