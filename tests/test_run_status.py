@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -57,13 +55,8 @@ def three_runs(tmp_path: Path, tiny_plugin: Path, one_thread) -> dict[str, Path]
                        overrides=("epochs=1", *FAST)), log=_quiet)
     train(TrainOptions(data_dir=data, run_dir=made["budget"], model="tiny-mlm", quiet=True, max_tokens=250,
                        overrides=("epochs=5", "eval_every=2", *FAST)), log=_quiet)
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
-    timer.start()
-    try:
-        result = train(TrainOptions(data_dir=data, run_dir=made["interrupted"], model="tiny-mlm", quiet=True,
-                                    overrides=("epochs=50", "eval_every=3", "sleep=0.05", *FAST)), log=_quiet)
-    finally:
-        timer.cancel()
+    result = train(TrainOptions(data_dir=data, run_dir=made["interrupted"], model="tiny-mlm", quiet=True,
+                                overrides=("epochs=50", "eval_every=3", "signal_at=8", *FAST)), log=_quiet)
     assert result.reason == "signal"
     return made
 

@@ -2,14 +2,17 @@
 synthetic data folder in the layout ``depinduce preprocess`` writes.
 
 The backend is deliberately small (a few thousand parameters) so whole training runs take a second; its
-``sleep`` option slows each training step so a test can kill a run in the middle of an epoch; ``first_sleep`` and
-``parse_sleep`` make a slow warm-up and a slow dev evaluation for the time-budget tests.
+``sleep`` option slows each training step; ``signal_at`` sends the process SIGTERM from inside a training step, so a
+test stops a run in the middle of an epoch once training has installed its handler (a timer started beside
+``train`` could fire before that on a loaded machine, and kill the test run); ``first_sleep`` and ``parse_sleep``
+make a slow warm-up and a slow dev evaluation for the time-budget tests.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -37,6 +40,7 @@ class TinyConfig:
     sleep: float = 0.0  # seconds per training forward pass (lets a test kill a run mid-epoch)
     first_sleep: float = 0.0  # seconds more for the first training forward pass (a slow warm-up)
     parse_sleep: float = 0.0  # seconds per parsing batch (a slow dev evaluation)
+    signal_at: int = 0  # SIGTERM to this process at this training forward pass (0: never)
 
 
 class TinyMLM(MaskedLMBackend):
@@ -63,6 +67,7 @@ class TinyMLM(MaskedLMBackend):
         self.norm = nn.LayerNorm(h)
         self.drop = nn.Dropout(config.dropout)
         self.warmed_up = False
+        self.passes = 0  # training forward passes so far (signal_at)
 
     def _attention_scores(self, tokens: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = self.embed(tokens) * mask.unsqueeze(-1)
@@ -79,6 +84,10 @@ class TinyMLM(MaskedLMBackend):
         if self.training and self.config.first_sleep and not self.warmed_up:
             time.sleep(self.config.first_sleep)
             self.warmed_up = True
+        if self.training:
+            self.passes += 1
+            if self.passes == self.config.signal_at:
+                os.kill(os.getpid(), signal.SIGTERM)
         h, scores = self._attention_scores(tokens, mask)
         h = h + torch.softmax(scores, dim=-1) @ h * torch.sigmoid(self.root(h))
         return self.norm(self.drop(h))
