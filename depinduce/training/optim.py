@@ -24,10 +24,10 @@ def build_optimizer(params: Iterable[torch.nn.Parameter], config: TrainConfig,
                     parser_params: Iterable[torch.nn.Parameter] = ()) -> torch.optim.Optimizer:
     """Adam/AdamW over ``params``; ``parser_params`` (the parser's, when ``parser_lr`` is set) form a second
     group at ``parser_lr`` and must not also be in ``params``.  ``fused_adam`` (the default): torch's fused
-    kernel, one op per step for every parameter where the default dispatches about ten per parameter on the CPU
-    (its loop) — on a GPU what the host issues bounds the step, on the CPU the fused update of StructFormer
-    8 × 512 takes a third of the loop's time; the same update to float round-off (results page
-    ``docs/results/2026-11-27-op-counts.md``).  ``fused_adam: false`` keeps torch's default."""
+    kernel, one op per step for every parameter where torch's default on the CPU loops over them (about ten ops
+    each): a GPU step is bound by the ops the host issues, and on the CPU the fused update is faster too
+    (``docs/results/2026-11-27-ops-on-the-gpu-route.md``).  The same update to float round-off;
+    ``fused_adam: false`` keeps torch's default."""
     given = config.optimiser
     kwargs = dict(lr=given.lr, betas=(given.beta1, given.beta2), eps=given.eps, weight_decay=given.weight_decay)
     groups: list[dict[str, Any]] = [{"params": list(params)}]
@@ -111,10 +111,10 @@ def clip_gradients(params: Iterable[torch.nn.Parameter], max_norm: float | None)
     """Clip the global gradient norm to ``max_norm`` (None: only measure); returns the norm before clipping.
 
     What ``torch.nn.utils.clip_grad_norm_`` computes, bit for bit: the norm of the parameters' gradient norms,
-    and every gradient times min(1, max_norm / (norm + 1e-6)).  Written with torch's foreach ops (one op for
-    all the norms, one for all the scalings) and without its per-parameter device moves: on a GPU a step is
-    bound by the ops the host issues, and torch's function issued two per parameter.  The norm stays a tensor,
-    so a GPU run does not wait for it at every step.
+    and every gradient times min(1, max_norm / (norm + 1e-6)).  Written with torch's documented foreach
+    operations (one op for all the norms, one for all the scalings) and without its per-parameter device moves:
+    on a GPU a step is bound by the ops the host issues, and torch's function issued two per parameter.  The
+    norm stays a tensor, so a GPU run does not wait for it at every step.
     """
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:

@@ -28,7 +28,7 @@ from depinduce.models.layers.dropout import (
     new_seed,
     residual_dropout_,
 )
-from depinduce.models.layers.kernels import linear_backward, norm_linear, plain_ops, position_linear
+from depinduce.models.layers.kernels import autocast_off, linear_backward, norm_linear, plain_ops, position_linear
 
 
 def _head_major(qkv: torch.Tensor, n_heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -197,7 +197,9 @@ class DependencyAttention(nn.Module):
         batch, width, _ = qkv.shape
         q, k, v = _head_major(qkv, self.n_heads)
         gates = torch.baddbmm(q.new_empty(()), q, k.transpose(1, 2), beta=0.0, alpha=self.head_dim**-0.5).sigmoid()
-        relation = torch.mm(mixture.to(parent.dtype), _parent_pair(parent)).view_as(gates)
+        work = torch.promote_types(parent.dtype, torch.float32)  # under bf16 autocast M stays float32, as it was
+        with autocast_off(qkv):
+            relation = torch.mm(mixture.to(work), _parent_pair(parent).to(work)).view_as(gates)
         weights = apply_dropout(gates * relation, self.dropatt, self.training)
         return _heads_to_positions(torch.bmm(weights, v), self.n_heads, batch)
 
