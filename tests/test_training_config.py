@@ -29,7 +29,8 @@ def test_recipe_values_are_typed_and_defaults_filled(tmp_path: Path) -> None:
     path.write_text("model: tiny-mlm\nmodel_config:\n  hidden: 8\ntrain:\n  lr: 3e-4\n  epochs: 4\n  clip: null\n")
     resolved = _resolve(load_recipe(path))
     assert resolved.model == "tiny-mlm"
-    assert resolved.model_config == {"hidden": 8, "dropout": 0.1, "sleep": 0.0, "first_sleep": 0.0, "parse_sleep": 0.0}
+    assert resolved.model_config == {"hidden": 8, "dropout": 0.1, "sleep": 0.0, "first_sleep": 0.0, "parse_sleep": 0.0,
+                                      "signal_at": 0}
     train = resolved.train
     assert train.optimiser.lr == pytest.approx(3e-4) and isinstance(train.optimiser.lr, float)
     assert train.budget.epochs == 4 and train.optimiser.clip is None
@@ -99,7 +100,8 @@ def test_resolved_config_is_saved_and_reusable_as_a_recipe(tmp_path: Path, tiny_
                        quiet=True), log=lambda _: None)
     saved = yaml.safe_load((run / "config.yaml").read_text())
     assert saved["model"] == "tiny-mlm"
-    assert saved["model_config"] == {"hidden": 8, "dropout": 0.2, "sleep": 0.0, "first_sleep": 0.0, "parse_sleep": 0.0}
+    assert saved["model_config"] == {"hidden": 8, "dropout": 0.2, "sleep": 0.0, "first_sleep": 0.0, "parse_sleep": 0.0,
+                                     "signal_at": 0}
     assert saved["train"]["lr"] == pytest.approx(2e-3) and saved["train"]["seed"] == 3
     assert list(saved["train"]) == list(TrainConfig().flat())  # flat, in the order config.yaml always had
     again = _resolve(load_recipe(run / "config.yaml"), model=None)
