@@ -46,6 +46,7 @@ update instead.  Results: ``docs/results/2026-11-27-op-counts.md``.
     python scripts/count_ops.py                         # every backend, both routes, CPU
     python scripts/count_ops.py --models structformer udgn --route device
     python scripts/count_ops.py --models structformer udgn --device cuda
+    python scripts/count_ops.py --models rngtr --route device --sites   # where each host sync is made
 """
 
 from __future__ import annotations
@@ -177,10 +178,11 @@ def step_function(model: Any, objective: Any, train: Any, device: Any) -> Any:
 
 
 def count_step(model_name: str, device_name: str, batch_tokens: int, sentences: int, seed: int,
-               route: str = "cpu", fused_adam: bool = True, bucketed: bool = False) -> dict[str, Any]:
+               route: str = "cpu", fused_adam: bool = True, bucketed: bool = False,
+               sites: bool = False) -> dict[str, Any]:
     """Ops and host syncs of one profiled training step of ``model_name`` (after two warm-up steps) on ``route``
     (``cpu`` or ``device``): top-level ops in all and per phase, every aten event (nested ones too), host
-    syncs."""
+    syncs; with ``sites``, where in the code each host sync was made (``sync_sites``)."""
     import contextlib
 
     import torch
@@ -200,11 +202,33 @@ def count_step(model_name: str, device_name: str, batch_tokens: int, sentences: 
         inputs = random_inputs(objective, lengths, generator)
         if device.type == "cuda":
             torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        with profile(activities=[ProfilerActivity.CPU], with_stack=sites) as profiler:
             step(inputs)
             if device.type == "cuda":
                 torch.cuda.synchronize()
-    return {"backend": model_name, "config": RECIPES[model_name], **count_events(profiler.events())}
+    events = profiler.events()
+    found = {"sync_sites": sync_sites(events)} if sites else {}
+    return {"backend": model_name, "config": RECIPES[model_name], **count_events(events), **found}
+
+
+def sync_sites(events: Any) -> list[tuple[int, str]]:
+    """(count, where) of the host syncs :func:`count_events` counts, ``where`` being the innermost Python
+    frames of depinduce (or of torch, when depinduce made the call from autograd's engine) above each, most
+    frequent first (the profiler must have recorded stacks: ``with_stack=True``)."""
+    from collections import Counter
+
+    counts: Counter[str] = Counter()
+    for event in events:
+        if event.name not in SYNC_OPS or _top(event).name.startswith("aten::_fused_"):
+            continue
+        frames, parent = [], event.cpu_parent
+        while parent is not None:
+            if ".py(" in parent.name:
+                frames.append(parent.name.split("site-packages/")[-1])
+            parent = parent.cpu_parent
+        ours = [frame for frame in frames if frame.startswith("depinduce/")]
+        counts[" < ".join((ours or frames)[:2]) or "(no Python frame)"] += 1
+    return [(count, where) for where, count in counts.most_common()]
 
 
 def _top(event: Any) -> Any:
@@ -309,6 +333,8 @@ def main() -> None:
     parser.add_argument("--bucketed", action="store_true",
                         help="sentences of the width or one word less, as the engine's length-bucketed batches "
                              "(default: between half and all of the width, as the figures before were measured)")
+    parser.add_argument("--sites", action="store_true",
+                        help="after each row, where in the code its host syncs were made (slower: Python stacks)")
     parser.add_argument("--unfused-adam", action="store_true",
                         help="count torch's default Adam update (fused_adam: false) instead of the fused one")
     args = parser.parse_args()
@@ -321,7 +347,7 @@ def main() -> None:
     for name in args.models:
         for route in routes:
             row = count_step(name, args.device, args.batch_tokens, args.sentences, args.seed, route,
-                             not args.unfused_adam, args.bucketed)
+                             not args.unfused_adam, args.bucketed, args.sites)
             before = BEFORE.get(name)
             target = TARGET.get(name)
             print(f"{row['backend']:<13} {row['config']:<17} {route:<7} {row['ops']:>9,} {row['forward']:>8,} "
@@ -329,6 +355,8 @@ def main() -> None:
                   f"{row['cpu_only']:>8,} {row['all'] - row['cpu_only']:>13,} {row['syncs']:>6,}   "
                   f"{'' if before is None else f'{before[0]:,} / {before[1]:,}':>21} "
                   f"{'' if target is None else f'≤ {target:,}':>15}", flush=True)
+            for count, where in row.get("sync_sites", []):
+                print(f"    {count:>4} host sync{'s' if count > 1 else ''} at {where}", flush=True)
 
 
 if __name__ == "__main__":
