@@ -139,8 +139,7 @@ def plain_heads(parts: torch.Tensor, graph: torch.Tensor, direction_bias: torch.
     (:func:`pair_sides`) — a few ops per layer where ``matmul`` over (B, N, ·, ·) views and indexing took
     dozens."""
     batch, width, _ = parts.shape
-    q, k, v, *gate = parts.view(batch, width, opts.n_parts, opts.n_heads, opts.head_size).permute(
-        2, 0, 3, 1, 4).reshape(opts.n_parts, -1, width, opts.head_size).unbind(0)  # each (B·N, T, d)
+    q, k, v, *gate = _head_major(parts, opts, opts.n_parts)
     bias = None
     if direction_bias is not None:
         with autocast_off(parts):  # the biases themselves, not rounded to bfloat16 (precision: bf16)
@@ -220,11 +219,14 @@ class _Recomputed:
         return tuple(None if mask is None else KeptMask(mask) for mask in (self.att_drop, self.drop))
 
 
-def _head_major(parts: torch.Tensor, opts: HeadOptions) -> tuple[torch.Tensor, ...]:
-    """q, k and v of the projection (B, T, parts·N·d) as contiguous (B·N, T, d) tensors, in one copy."""
+def _head_major(parts: torch.Tensor, opts: HeadOptions, count: int = 3) -> tuple[torch.Tensor, ...]:
+    """The first ``count`` parts of the projection (B, T, parts·N·d) — q, k and v, or all of them — as contiguous
+    (B·N, T, d) tensors, in one copy (all parts: no slice, whose backward would zero-fill a block)."""
     batch, width, _ = parts.shape
-    block = parts.view(batch, width, opts.n_parts, opts.n_heads, opts.head_size)[:, :, :3]
-    return block.permute(2, 0, 3, 1, 4).reshape(3, batch * opts.n_heads, width, opts.head_size).unbind(0)
+    block = parts.view(batch, width, opts.n_parts, opts.n_heads, opts.head_size)
+    if count < opts.n_parts:
+        block = block[:, :, :count]
+    return block.permute(2, 0, 3, 1, 4).reshape(count, batch * opts.n_heads, width, opts.head_size).unbind(0)
 
 
 def _as(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
