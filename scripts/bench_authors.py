@@ -9,9 +9,11 @@ runs a fixed number of steps in a fresh subprocess, so both see the same batches
 (``ru_maxrss``) is its own; the two implementations alternate for ``--rounds`` rounds (order swapped every
 round) and the median is reported, so a disturbance of the machine hits both.  ``--precision bf16`` runs
 depinduce's forward passes under bfloat16 autocast, as ``train.precision: bf16`` does (a numerics switch; the
-authors' side stays float32).  ``--device cuda`` runs both sides on the GPU: the batches are still drawn and
-masked on the CPU and moved there, the clock stops after the GPU has finished, and memory is the GPU's peak
-(``torch.cuda.max_memory_allocated``; the caching allocator's reserved peak beside it).
+authors' side stays float32).  ``--device cuda`` runs both sides on the GPU, the authors' in plain float32 (TF32
+off in products and in cuDNN's convolutions, as their PyTorch 1.5.1 computed; each side's TF32 modes are in its
+figures): the batches are still drawn and masked on the CPU and moved there, the clock stops after the GPU has
+finished, and memory is the GPU's peak (``torch.cuda.max_memory_allocated``; the caching allocator's reserved
+peak beside it).
 
 The authors' code is imported from a checkout the user gives, never from this repository:
 
@@ -46,6 +48,7 @@ from bench_train import (  # noqa: E402
     sentence_lengths, synchronize, training_step,
 )
 from cpu_info import machine_description  # noqa: E402
+from depinduce.training.precision import set_float32_products  # noqa: E402
 
 PAD, MASK = 0, 2  # depinduce's special indices (data/vocab.py); the authors' scripts take pad as a parameter
 
@@ -194,6 +197,9 @@ def worker(side: str, model_name: str, config: dict[str, Any], authors: Path | N
         model, loss_of = depinduce_step_function(model_name, config, precision, device)
     else:
         assert authors is not None
+        # Their numerics: plain float32.  torch's default lets cuDNN's convolutions use TF32, which their
+        # PyTorch 1.5.1 did not have; the depinduce side at precision fp32 turns it off too.
+        set_float32_products("fp32", where)
         model, loss_of = authors_step_function(model_name, config, authors, device)
     batches = bucketed_batches(sentence_lengths(20_000, seed), batch_tokens, seed)
     step = training_step(model, loss_of, seed)
@@ -209,6 +215,8 @@ def worker(side: str, model_name: str, config: dict[str, Any], authors: Path | N
     return {"tokens_per_s": words / elapsed, "seconds": elapsed, "tokens": words,
             "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
             **device_peak_memory(where),
+            **({"tf32_matmul": torch.backends.cuda.matmul.allow_tf32, "tf32_cudnn": torch.backends.cudnn.allow_tf32}
+               if where.type == "cuda" else {}),
             "parameters_m": sum(p.numel() for p in model.parameters()) / 1e6}
 
 
@@ -281,7 +289,9 @@ def main() -> None:
                 runs[side].append(run_worker(args, side, configs[side]))
                 print(f"{name} round {round_index + 1}: {side} "
                       f"{runs[side][-1]['tokens_per_s']:.0f} tokens/s", file=sys.stderr)
-        summary: dict[str, Any] = {"model": args.model, "config": name, **machine_description(args.device),
+        summary: dict[str, Any] = {"model": args.model, "config": name,
+                                   **{key: value for key, value in machine_description(args.device).items()
+                                      if not key.startswith("tf32")},  # each side's own modes are below
                                    "device": args.device, "threads": args.threads, "batch_tokens": args.batch_tokens,
                                    "steps": args.steps, "rounds": args.rounds,
                                    "shared": shared, "depinduce_overrides": ours_overrides,
@@ -293,6 +303,7 @@ def main() -> None:
                 "peak_rss_gb": round(max(r["peak_rss_gb"] for r in measured), 3),
                 **{key: round(max(r[key] for r in measured), 3)
                    for key in ("peak_gpu_gb", "peak_gpu_reserved_gb") if key in measured[0]},
+                **{key: measured[0][key] for key in ("tf32_matmul", "tf32_cudnn") if key in measured[0]},
                 "parameters_m": round(measured[0]["parameters_m"], 2),
             }
         memory = "peak_gpu_gb" if "peak_gpu_gb" in summary["depinduce"] else "peak_rss_gb"

@@ -22,6 +22,7 @@ machine with ``scripts/bench_authors.py`` (absolute figures from different machi
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import resource
@@ -81,6 +82,20 @@ def bucketed_batches(lengths: list[int], batch_tokens: int, seed: int) -> list[l
         batches.append(current)
     random.Random(seed).shuffle(batches)
     return batches
+
+
+def common_shape_batches(batches: list[list[int]], shapes: int) -> list[list[int]]:
+    """Only the batches whose static shape (training/shapes.py) is among the ``shapes`` most frequent ones, in
+    their order.  Why: a compiled step compiles each new shape once (tens of seconds on a GPU host), so a short
+    timed window over every shape would time the compiler; on a few shapes, each compiled during the warm-up,
+    it times the step, as a long run does once every shape has been seen."""
+    from collections import Counter
+
+    from depinduce.training.shapes import static_shape
+
+    shape_of = [static_shape(len(lengths), max(lengths)) for lengths in batches]
+    kept = {shape for shape, _ in Counter(shape_of).most_common(shapes)}
+    return [lengths for lengths, shape in zip(batches, shape_of) if shape in kept]
 
 
 def random_batch(lengths: list[int], vocab_size: int, generator: Any) -> tuple[Any, Any]:
@@ -169,7 +184,8 @@ def training_step(model: Any, loss_of: Any, seed: int) -> Any:
 
 
 def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds: float, batch_tokens: int,
-           seed: int, precision: str = "fp32", device: str = "cpu", compile_mode: str = "off") -> dict[str, object]:
+           seed: int, precision: str = "fp32", device: str = "cpu", compile_mode: str = "off",
+           shapes: int | None = None) -> dict[str, object]:
     import torch
 
     torch.set_num_threads(threads)
@@ -177,8 +193,12 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
     where = torch.device(device)
     model, loss_of = depinduce_step_function(model_name, model_config, precision, device, compile_mode)
     batches = bucketed_batches(sentence_lengths(20_000, seed), batch_tokens, seed)
+    if shapes is not None:
+        batches = common_shape_batches(batches, shapes)
     step = training_step(model, loss_of, seed)
     warm = 2 if compile_mode == "off" else 8  # warm-up: allocator, oneDNN kernels (compiled: the first shapes)
+    if shapes is not None and compile_mode != "off":  # every kept shape compiled before the clock starts
+        warm = max(warm, 1 + max(_first_index_of_each_shape(batches)))
     for lengths in batches[:warm]:
         step(lengths)
     words = 0
@@ -186,7 +206,7 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
     synchronize(where)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
-    for lengths in batches[warm:]:
+    for lengths in itertools.cycle(batches[warm:] or batches):  # a fast device runs through them: again
         words += step(lengths)
         steps += 1
         if time.perf_counter() - start > seconds:
@@ -198,6 +218,7 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
         "threads": threads,
         "precision": precision,
         "compile": compile_mode,
+        "shapes": shapes,
         "steps": steps,
         "tokens": words,
         "seconds": round(elapsed, 2),
@@ -208,6 +229,15 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
         **device_peak_memory(where),
         "parameters_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 2),
     }
+
+
+def _first_index_of_each_shape(batches: list[list[int]]) -> list[int]:
+    from depinduce.training.shapes import static_shape
+
+    first: dict[tuple[int, int], int] = {}
+    for index, lengths in enumerate(batches):
+        first.setdefault(static_shape(len(lengths), max(lengths)), index)
+    return list(first.values())
 
 
 def synchronize(device: Any) -> None:
@@ -266,13 +296,16 @@ def main() -> None:
                              "rounds float32 products' operands to TF32")
     parser.add_argument("--compile", choices=("off", "default", "reduce-overhead"), default="off",
                         help="train.compile: the static-shape step under torch.compile")
+    parser.add_argument("--shapes", type=int, help="time only the batches of the K most frequent static shapes "
+                        "(compiled: each compiled before the clock starts); default: every batch")
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:N] (as depinduce train --device)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # JSON model_config: run one configuration here
     args = parser.parse_args()
 
     if args.worker:
         print(json.dumps(worker(args.model, json.loads(args.worker), args.threads, args.seconds,
-                                args.batch_tokens, args.seed, args.precision, args.device, args.compile)))
+                                args.batch_tokens, args.seed, args.precision, args.device, args.compile,
+                                args.shapes)))
         return
     table = CONFIGS[args.model]
     names = chosen_configs(args.model, args.configs)
@@ -282,6 +315,8 @@ def main() -> None:
                    "--threads", str(args.threads), "--seconds", str(args.seconds),
                    "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed),
                    "--precision", args.precision, "--device", args.device, "--compile", args.compile]
+        if args.shapes is not None:
+            command += ["--shapes", str(args.shapes)]
         finished = subprocess.run(command, capture_output=True, text=True)
         if finished.returncode != 0:
             sys.exit(f"{args.model}/{name}: the benchmark worker failed (exit {finished.returncode}):\n"

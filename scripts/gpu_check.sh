@@ -1,38 +1,62 @@
 #!/usr/bin/env bash
-# GPU figures in one go (≤ 8 minutes on an H100/H200 with the defaults), printed as ONE table: ops per step
-# (scripts/count_ops.py, when present), the authors' code beside depinduce (when their checkouts are given),
-# training tokens/s of the paper networks at the recipes' 4,096-token batch for precision fp32/tf32/bf16 × compile
-# off/default/reduce-overhead (scripts/bench_train.py), and end-to-end `depinduce train` tokens/s of the paper
-# recipes (each run's tokens read / its seconds in training steps, from metrics.jsonl).
+# GPU figures in one go (about 8 minutes on an H100/H200 with the defaults), printed as ONE table, in this order:
+#   1. ops per step on the GPU (scripts/count_ops.py), UDGN's LSTM packed and per direction;
+#   2. the authors' code beside depinduce at fp32, TF32 off on both sides (scripts/bench_authors.py; when their
+#      checkouts are given);
+#   3. training tokens/s of the paper networks at the recipes' 4,096-token batch for precision fp32/tf32/bf16,
+#      eager, over every batch shape (scripts/bench_train.py), and UDGN with its LSTM per direction;
+#   4. end-to-end `depinduce train --recipe MODEL-ptb` as it ships, and StructFormer's under GPU_CHECK_FAST
+#      (each run's tokens read / its seconds in training steps, from metrics.jsonl);
+#   5. compiled steps last (compilation takes a minute or more a shape): on the most frequent batch shape(s),
+#      each compiled before the clock starts, beside the eager step on the same batches.
 #
 #   bash scripts/gpu_check.sh                   # from the repository root, on the machine with the GPU
 #   GPU_CHECK_DRY=1 bash scripts/gpu_check.sh   # on a CPU: tiny networks, seconds per cell (proves the script)
 #
 # Nothing is fetched from the network: the package is installed with `pip install --no-deps -e .` against the
-# torch already there; the text is NLTK's Brown corpus when NLTK_DATA (or ./shared or ../shared/nltk_data) has it,
-# else a generated corpus of the same size.  Knobs (environment): GPU_CHECK_MODELS (default "structformer udgn"),
-# GPU_CHECK_DEVICE (default cuda), GPU_CHECK_MINUTES (each end-to-end run's --max-time, default 1.0),
-# GPU_CHECK_LIMIT (hard limit in seconds per training command, default 90), GPU_CHECK_CELL (seconds timed per
-# benchmark cell, default 5), GPU_CHECK_CELL_LIMIT (hard limit per eager cell, default 12) and
-# GPU_CHECK_COMPILE_LIMIT (per compiled cell, compilation included, default 45): the defaults' 12 cells, UDGN's
-# LSTM-per-direction cell and 2 runs take about 7–8 minutes when the cells finish inside their limits and at most
-# about 9.5 when every one runs to its limit; GPU_CHECK_PRECISIONS (default "fp32 tf32 bf16"), GPU_CHECK_COMPILES (default "off reduce-overhead";
-# add "default" for inductor without CUDA graphs), GPU_CHECK_STRUCTFORMER / GPU_CHECK_UDGN (the
-# authors' checkouts: google-research's folder holding structformer/, yikangshen/UDGN; unset: no authors' rows),
-# GPU_CHECK_INSTALL=0 (already installed), GPU_CHECK_DRY=1 (CPU dry run: tiny networks, a small generated corpus).
-# A cell over its limit reads "over limit" (raise GPU_CHECK_COMPILE_LIMIT where compilation takes longer).
+# torch already there (its dependencies must be importable); the text is NLTK's Brown corpus when NLTK_DATA (or
+# ./shared or ../shared/nltk_data) has it, else a generated corpus of the same size.  Knobs (environment):
+#   GPU_CHECK_MODELS             backends (default "structformer udgn")
+#   GPU_CHECK_DEVICE             default cuda
+#   GPU_CHECK_STRUCTFORMER       google-research's checkout (the folder holding structformer/); unset: no row
+#   GPU_CHECK_UDGN               yikangshen/UDGN's checkout; unset: no authors' row
+#   GPU_CHECK_AUTHORS_STEPS      timed steps per side in bench_authors.py (default 40)
+#   GPU_CHECK_PRECISIONS         eager cells' precisions (default "fp32 tf32 bf16")
+#   GPU_CHECK_CELL               seconds timed per cell (default 4); GPU_CHECK_CELL_LIMIT: hard limit per eager
+#                                cell, start-up included (default 40; a cell takes about 17 s on an H200 host)
+#   GPU_CHECK_MINUTES            each end-to-end run's --max-time (default 0.4); GPU_CHECK_LIMIT: hard limit per
+#                                training command (default 90)
+#   GPU_CHECK_FAST               --set values of the extra StructFormer run (default "precision=bf16"; empty: none)
+#   GPU_CHECK_FAST_MODELS        backends given that run (default "structformer")
+#   GPU_CHECK_COMPILE_MODELS     backends with compiled cells (default "structformer"; empty: none)
+#   GPU_CHECK_COMPILES           compile modes (default "reduce-overhead"; add "default" for inductor alone)
+#   GPU_CHECK_COMPILE_PRECISIONS precisions of the compiled cells (default "bf16")
+#   GPU_CHECK_COMPILE_SHAPES     batch shapes a compiled cell runs (default 1)
+#   GPU_CHECK_COMPILE_LIMIT      hard limit per compiled cell, compilation included (default 120)
+#   GPU_CHECK_KEEP=DIR           rows written to DIR/results.jsonl as they are measured, the table to DIR/table.md
+#                                and every log to DIR/logs.tar.gz (a run cut short keeps what it measured)
+#   GPU_CHECK_INSTALL=0          already installed; GPU_CHECK_DRY=1: CPU dry run (tiny networks, small corpus)
+#   PYTHON                       the interpreter (default python)
+# A cell over its limit reads "over limit"; every other failure shows the last line of its error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python}"
 MODELS="${GPU_CHECK_MODELS:-structformer udgn}"
 DEVICE="${GPU_CHECK_DEVICE:-cuda}"
-MINUTES="${GPU_CHECK_MINUTES:-1.0}"
+MINUTES="${GPU_CHECK_MINUTES:-0.4}"
 LIMIT="${GPU_CHECK_LIMIT:-90}"
-CELL="${GPU_CHECK_CELL:-5}"
-CELL_LIMIT="${GPU_CHECK_CELL_LIMIT:-12}"
-COMPILE_LIMIT="${GPU_CHECK_COMPILE_LIMIT:-45}"
+CELL="${GPU_CHECK_CELL:-4}"
+CELL_LIMIT="${GPU_CHECK_CELL_LIMIT:-40}"
+COMPILE_LIMIT="${GPU_CHECK_COMPILE_LIMIT:-120}"
 PRECISIONS="${GPU_CHECK_PRECISIONS:-fp32 tf32 bf16}"
-COMPILES="${GPU_CHECK_COMPILES:-off reduce-overhead}"
+COMPILES="${GPU_CHECK_COMPILES:-reduce-overhead}"
+COMPILE_MODELS="${GPU_CHECK_COMPILE_MODELS-structformer}"
+COMPILE_PRECISIONS="${GPU_CHECK_COMPILE_PRECISIONS:-bf16}"
+COMPILE_SHAPES="${GPU_CHECK_COMPILE_SHAPES:-1}"
+FAST="${GPU_CHECK_FAST-precision=bf16}"
+FAST_MODELS="${GPU_CHECK_FAST_MODELS:-structformer}"
+KEEP="${GPU_CHECK_KEEP:-}"
+AUTHORS_STEPS="${GPU_CHECK_AUTHORS_STEPS:-40}"
 DRY="${GPU_CHECK_DRY:-0}"
 CONFIG=(--configs paper)
 TRAIN_SETS=()
@@ -83,6 +107,10 @@ PY
 fi
 
 RESULTS="$WORK/results.jsonl"
+if [ -n "$KEEP" ]; then  # rows land in KEEP as they are measured (a run cut short keeps what it measured)
+  mkdir -p "$KEEP"; RESULTS="$(cd "$KEEP" && pwd)/results.jsonl"
+  trap 'tar -czf "$KEEP/logs.tar.gz" -C "$WORK" --exclude=data --exclude=text.txt --exclude="*.pt" . 2>/dev/null; rm -rf "$WORK"' EXIT
+fi
 touch "$RESULTS"
 note() {  # MODEL WHAT PRECISION COMPILE NOTE: a row without a figure
   "$PY" -c 'import json,sys; print(json.dumps(dict(zip(("model","what","precision","compile","note"),sys.argv[1:]))))' \
@@ -122,71 +150,90 @@ for model in $MODELS; do
   fi
   echo "== $model: the authors' code" >&2
   timeout "$LIMIT" "$PY" scripts/bench_authors.py --model "$model" --authors "$authors" "${CONFIG[@]}" \
-    --device "$DEVICE" --rounds 1 >"$WORK/authors-$model.json" 2>"$WORK/authors-$model.err" \
+    --device "$DEVICE" --rounds 1 --steps "$AUTHORS_STEPS" >"$WORK/authors-$model.json" 2>"$WORK/authors-$model.err" \
     && "$PY" - "$model" "$WORK/authors-$model.json" >>"$RESULTS" <<'PY' || note "$model" "authors' code" fp32 off "failed: $(tail -1 "$WORK/authors-$model.err")"
 import json, sys
 record = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
-speeds = {k: v for k, v in record.items() if "tokens_per_s" in k}
 for side in ("authors", "depinduce"):
-    value = next((v for k, v in speeds.items() if k.startswith(side)), None)
+    figures = record[side]
+    memory = figures.get("peak_gpu_gb", figures.get("peak_rss_gb"))
+    note = f"{figures['parameters_m']} M parameters, peak {memory} GB"
+    if side == "depinduce":
+        note += f"; speed {record['speed_ratio']}x, memory {record['memory_ratio']}x the authors'"
     print(json.dumps({"model": sys.argv[1], "what": f"{side} (bench_authors.py)", "precision": "fp32",
-                      "compile": "off", "tokens_per_s": value}))
+                      "compile": "off", "tokens_per_s": figures["tokens_per_s"], "note": note}))
 PY
 done
 
-# 3. precision × compile at the recipes' 4,096-token batch (bench_train.py; a fresh process per cell)
+# 3. precision at the recipes' 4,096-token batch, eager (bench_train.py; a fresh process per cell)
+cell() {  # MODEL PRECISION COMPILE WHAT [bench_train.py options...]: one timed cell, one row
+  local model="$1" precision="$2" mode="$3" what="$4"; shift 4
+  local out="$WORK/cell-$(( ++CELLS ))" limit="$CELL_LIMIT"
+  [ "$mode" = off ] || limit="$COMPILE_LIMIT"  # compilation counts against the cell
+  echo "== $model: $what, $precision, compile $mode" >&2
+  if timeout "$limit" "$PY" scripts/bench_train.py --model "$model" "${CONFIG[@]}" --device "$DEVICE" \
+      --precision "$precision" --compile "$mode" --seconds "$CELL" --batch-tokens 4096 "$@" >"$out.json" 2>"$out.err"; then
+    "$PY" -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().splitlines()[-1]); print(json.dumps({"model": sys.argv[2], "what": sys.argv[3], "precision": sys.argv[4], "compile": sys.argv[5], "tokens_per_s": r["tokens_per_s"], "note": str(r["steps"]) + " steps" + ("" if r.get("peak_gpu_gb") is None else ", GPU peak " + str(r["peak_gpu_gb"]) + " GB")}))' \
+      "$out.json" "$model" "$what" "$precision" "$mode" >>"$RESULTS"
+  elif [ "$?" = 124 ]; then
+    note "$model" "$what" "$precision" "$mode" "over limit (${limit} s$([ "$mode" = off ] || echo ', compilation included'))"
+  else
+    note "$model" "$what" "$precision" "$mode" "$(grep -v -e '^\s*$' -e '^USDT' "$out.err" | tail -1 | cut -c1-150)"
+  fi
+}
+CELLS=0
 for model in $MODELS; do
   for precision in $PRECISIONS; do
+    cell "$model" "$precision" off "bench_train.py step, every batch"
+  done
+done
+case " $MODELS " in *" udgn "*)  # UDGN's LSTM one direction at a time beside its packed default, fp32 eager
+  DEPINDUCE_LSTM_ROUTE=per-direction cell udgn fp32 off "bench_train.py step, LSTM per direction";;
+esac
+
+# 4. end to end: `depinduce train` with the paper recipe as it ships, then StructFormer's under FAST_SETS
+train_run() {  # MODEL LABEL [--set ...]: one `depinduce train --recipe MODEL-ptb` run of MINUTES, one row
+  local model="$1" label="$2"; shift 2
+  local out="$WORK/train-$(( ++CELLS ))"
+  echo "== $model: depinduce train --recipe $model-ptb $*" >&2
+  if timeout "$LIMIT" "$PY" -m depinduce train --recipe "$model-ptb" --data "$WORK/data" --device "$DEVICE" \
+      --max-time "$MINUTES" --out "$out" --quiet "${TRAIN_SETS[@]}" "$@" >"$out.log" 2>&1; then
+    "$PY" - "$out" "$model" "$label" >>"$RESULTS" <<'PY'
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1] + "/metrics.jsonl")]
+last = records[-1]
+precision, _, mode = sys.argv[3].partition(" ")
+print(json.dumps({"model": sys.argv[2], "what": "depinduce train (paper recipe)", "precision": precision,
+                  "compile": mode or "off",
+                  "tokens_per_s": last["tokens_seen"] / last["train_s"] if last.get("train_s") else None,
+                  "note": f"{last['tokens_seen']:,} tokens in {last.get('train_s', 0):.0f} s of steps"}))
+PY
+  else
+    note "$model" "depinduce train (paper recipe)" "$label" off "exit $?: $(tail -1 "$out.log" | cut -c1-150)"
+  fi
+}
+for model in $MODELS; do
+  train_run "$model" fp32
+done
+FAST_SETS=()
+for setting in $FAST; do FAST_SETS+=(--set "$setting"); done
+for model in $FAST_MODELS; do
+  case " $MODELS " in *" $model "*) [ -n "$FAST" ] && train_run "$model" "$(echo "$FAST" | sed 's/precision=//; s/compile=//')" "${FAST_SETS[@]}";; esac
+done
+
+# 5. compiled steps, last (compilation takes a minute or more a shape): on the COMPILE_SHAPES most frequent batch
+#    shapes, each compiled before the clock starts, beside the eager step on the same batches
+for model in $COMPILE_MODELS; do
+  for precision in $COMPILE_PRECISIONS; do
+    cell "$model" "$precision" off "bench_train.py step, ${COMPILE_SHAPES} shape(s)" --shapes "$COMPILE_SHAPES"
     for mode in $COMPILES; do
-      echo "== $model: $precision, compile $mode" >&2
-      out="$WORK/bench-$model-$precision-$mode"
-      limit="$CELL_LIMIT"; [ "$mode" = off ] || limit="$COMPILE_LIMIT"  # compilation counts against the cell
-      if timeout "$limit" "$PY" scripts/bench_train.py --model "$model" "${CONFIG[@]}" --device "$DEVICE" \
-          --precision "$precision" --compile "$mode" --seconds "$CELL" --batch-tokens 4096 >"$out.json" 2>"$out.err"; then
-        "$PY" -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().splitlines()[-1]); print(json.dumps({"model": sys.argv[2], "what": "bench_train.py step", "precision": sys.argv[3], "compile": sys.argv[4], "tokens_per_s": r["tokens_per_s"], "note": str(r["steps"]) + " steps"}))' \
-          "$out.json" "$model" "$precision" "$mode" >>"$RESULTS"
-      elif [ "$?" = 124 ]; then
-        note "$model" "bench_train.py step" "$precision" "$mode" "over limit (${limit} s, compilation included)"
-      else
-        note "$model" "bench_train.py step" "$precision" "$mode" "$(grep -v '^\s*$' "$out.err" | tail -1 | cut -c1-150)"
-      fi
+      [ "$mode" = off ] && continue
+      cell "$model" "$precision" "$mode" "bench_train.py step, ${COMPILE_SHAPES} shape(s)" --shapes "$COMPILE_SHAPES"
     done
   done
 done
 
-# 3b. UDGN's LSTM one direction at a time (DEPINDUCE_LSTM_ROUTE=per-direction) beside its packed default, fp32 eager
-case " $MODELS " in *" udgn "*)
-  echo "== udgn: fp32, compile off, LSTM per direction" >&2
-  out="$WORK/bench-udgn-lstm"
-  if DEPINDUCE_LSTM_ROUTE=per-direction timeout "$CELL_LIMIT" "$PY" scripts/bench_train.py --model udgn "${CONFIG[@]}" \
-      --device "$DEVICE" --precision fp32 --compile off --seconds "$CELL" --batch-tokens 4096 >"$out.json" 2>"$out.err"; then
-    "$PY" -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().splitlines()[-1]); print(json.dumps({"model": "udgn", "what": "bench_train.py step, LSTM per direction", "precision": "fp32", "compile": "off", "tokens_per_s": r["tokens_per_s"], "note": str(r["steps"]) + " steps"}))' \
-      "$out.json" >>"$RESULTS"
-  else
-    note udgn "bench_train.py step, LSTM per direction" fp32 off "failed or over limit: $(grep -v '^\s*$' "$out.err" | tail -1 | cut -c1-150)"
-  fi;;
-esac
-
-# 4. end to end: `depinduce train` with the paper recipe, as it ships
-for model in $MODELS; do
-  echo "== $model: depinduce train --recipe $model-ptb" >&2
-  out="$WORK/train-$model"
-  if timeout "$LIMIT" "$PY" -m depinduce train --recipe "$model-ptb" --data "$WORK/data" --device "$DEVICE" \
-      --max-time "$MINUTES" --out "$out" --quiet "${TRAIN_SETS[@]}" >"$out.log" 2>&1; then
-    "$PY" - "$out" "$model" >>"$RESULTS" <<'PY'
-import json, sys
-records = [json.loads(line) for line in open(sys.argv[1] + "/metrics.jsonl")]
-last = records[-1]
-print(json.dumps({"model": sys.argv[2], "what": "depinduce train (paper recipe)", "precision": "fp32",
-                  "compile": "off", "tokens_per_s": last["tokens_seen"] / last["train_s"] if last.get("train_s") else None,
-                  "note": f"{last['tokens_seen']:,} tokens in {last.get('train_s', 0):.0f} s of steps"}))
-PY
-  else
-    note "$model" "depinduce train (paper recipe)" fp32 off "exit $?: $(tail -1 "$out.log" | cut -c1-150)"
-  fi
-done
-
-"$PY" - "$RESULTS" "$SOURCE" "$DEVICE" <<'PY'
+"$PY" - "$RESULTS" "$SOURCE" "$DEVICE" <<'PY' | tee ${KEEP:+"$KEEP/table.md"}
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 print(f"| model | what ({sys.argv[2]}, {sys.argv[3]}) | precision | compile | tokens/s | note |")

@@ -188,11 +188,27 @@ def position_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -
 
 def sequence_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, padding: int) -> torch.Tensor:
     """``Conv1d`` over the T axis of ``x`` (B, T, C_in) with ``weight`` (C_out, C_in, k), zero ``padding`` on both
-    ends; returns a (B, T + 2·padding − k + 1, C_out) view (not to be modified in place)."""
+    ends; returns a (B, T + 2·padding − k + 1, C_out) view (not to be modified in place).
+
+    Off the CPU's route (a CUDA device) the convolution is one matrix product over the unfolded windows
+    (k·C_in columns), the same sums in another order.  Why: with TF32 off (``precision: fp32``, the authors'
+    numerics) cuDNN picks FFT algorithms for StructFormer's width-9 convolutions, whose workspace took a
+    StructFormer step's GPU memory from about 2 to 37 GB and its speed to 0.4× the authors'
+    (docs/results/2026-11-27-gpu-check-h200.md)."""
+    if not on_cpu_route(x):
+        return _unfolded_conv(x, weight, bias, padding)
     if not _use_onednn(x):
         return F.conv1d(x.transpose(1, 2), weight, bias, padding=padding).transpose(1, 2)
     out = F.conv2d(_as_channels_last(x), weight.unsqueeze(2), bias, padding=(0, padding))
     return out.squeeze(2).transpose(1, 2)
+
+
+def _unfolded_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, padding: int) -> torch.Tensor:
+    """``sequence_conv`` as one product: each output position's k input positions side by side (im2col)."""
+    out_channels, in_channels, width = weight.shape
+    windows = F.pad(x, (0, 0, padding, padding)).unfold(1, width, 1)  # (B, T', C_in, k), a view
+    return F.linear(windows.reshape(*windows.shape[:2], in_channels * width), weight.reshape(out_channels, -1),
+                    bias)
 
 
 class _NormLinear(torch.autograd.Function):
