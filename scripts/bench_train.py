@@ -87,8 +87,8 @@ def bucketed_batches(lengths: list[int], batch_tokens: int, seed: int) -> list[l
 def common_shape_batches(batches: list[list[int]], shapes: int) -> list[list[int]]:
     """Only the batches whose static shape (training/shapes.py) is among the ``shapes`` most frequent ones, in
     their order.  Why: a compiled step compiles each new shape once (tens of seconds on a GPU host), so a short
-    timed window over every shape would time the compiler; on a few shapes, each compiled during the warm-up,
-    it times the step, as a long run does once every shape has been seen."""
+    timed window over every shape would time the compiler; on a few shapes, each compiled during the warm-up
+    (which runs every kept batch once), it times the step, as a long run does once every shape has been seen."""
     from collections import Counter
 
     from depinduce.training.shapes import static_shape
@@ -197,10 +197,14 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
         batches = common_shape_batches(batches, shapes)
     step = training_step(model, loss_of, seed)
     warm = 2 if compile_mode == "off" else 8  # warm-up: allocator, oneDNN kernels (compiled: the first shapes)
-    if shapes is not None and compile_mode != "off":  # every kept shape compiled before the clock starts
-        warm = max(warm, 1 + max(_first_index_of_each_shape(batches)))
+    if shapes is not None and compile_mode != "off":  # every kept batch once: each shape (and count of masked
+        warm = len(batches)                            # positions) compiled before the clock starts
+    synchronize(where)
+    warm_start = time.perf_counter()
     for lengths in batches[:warm]:
         step(lengths)
+    synchronize(where)
+    warm_seconds = time.perf_counter() - warm_start
     words = 0
     steps = 0
     synchronize(where)
@@ -219,6 +223,8 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
         "precision": precision,
         "compile": compile_mode,
         "shapes": shapes,
+        "warmup_steps": warm,
+        "warmup_s": round(warm_seconds, 1),  # compilation included
         "steps": steps,
         "tokens": words,
         "seconds": round(elapsed, 2),
@@ -229,15 +235,6 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
         **device_peak_memory(where),
         "parameters_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 2),
     }
-
-
-def _first_index_of_each_shape(batches: list[list[int]]) -> list[int]:
-    from depinduce.training.shapes import static_shape
-
-    first: dict[tuple[int, int], int] = {}
-    for index, lengths in enumerate(batches):
-        first.setdefault(static_shape(len(lengths), max(lengths)), index)
-    return list(first.values())
 
 
 def synchronize(device: Any) -> None:
@@ -294,7 +291,7 @@ def main() -> None:
     parser.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default="fp32",
                         help="train.precision: bf16 runs each forward pass under bfloat16 autocast; tf32 (CUDA) "
                              "rounds float32 products' operands to TF32")
-    parser.add_argument("--compile", choices=("off", "default", "reduce-overhead"), default="off",
+    parser.add_argument("--compile", choices=("off", "default", "reduce-overhead", "cudagraphs"), default="off",
                         help="train.compile: the static-shape step under torch.compile")
     parser.add_argument("--shapes", type=int, help="time only the batches of the K most frequent static shapes "
                         "(compiled: each compiled before the clock starts); default: every batch")

@@ -7,8 +7,8 @@
 #      eager, over every batch shape (scripts/bench_train.py), and UDGN with its LSTM per direction;
 #   4. end-to-end `depinduce train --recipe MODEL-ptb` as it ships, and StructFormer's under GPU_CHECK_FAST
 #      (each run's tokens read / its seconds in training steps, from metrics.jsonl);
-#   5. compiled steps last (compilation takes a minute or more a shape): on the most frequent batch shape(s),
-#      each compiled before the clock starts, beside the eager step on the same batches.
+#   5. compiled steps last: on the most frequent batch shape(s), each compiled before the clock starts (the
+#      warm-up's seconds are in the row), beside the eager step on the same batches.
 #
 #   bash scripts/gpu_check.sh                   # from the repository root, on the machine with the GPU
 #   GPU_CHECK_DRY=1 bash scripts/gpu_check.sh   # on a CPU: tiny networks, seconds per cell (proves the script)
@@ -28,11 +28,12 @@
 #                                training command (default 90)
 #   GPU_CHECK_FAST               --set values of the extra StructFormer run (default "precision=bf16"; empty: none)
 #   GPU_CHECK_FAST_MODELS        backends given that run (default "structformer")
-#   GPU_CHECK_COMPILE_MODELS     backends with compiled cells (default "structformer"; empty: none)
-#   GPU_CHECK_COMPILES           compile modes (default "reduce-overhead"; add "default" for inductor alone)
+#   GPU_CHECK_COMPILE_MODELS     backends with compiled cells (default "structformer udgn"; empty: none)
+#   GPU_CHECK_COMPILES           compile modes (default "cudagraphs": captured eager kernels, traced in seconds;
+#                                "reduce-overhead" and "default" run inductor, over 90 s a shape on an H200 host)
 #   GPU_CHECK_COMPILE_PRECISIONS precisions of the compiled cells (default "bf16")
 #   GPU_CHECK_COMPILE_SHAPES     batch shapes a compiled cell runs (default 1)
-#   GPU_CHECK_COMPILE_LIMIT      hard limit per compiled cell, compilation included (default 120)
+#   GPU_CHECK_COMPILE_LIMIT      hard limit per compiled cell, compilation included (default 90)
 #   GPU_CHECK_KEEP=DIR           rows written to DIR/results.jsonl as they are measured, the table to DIR/table.md
 #                                and every log to DIR/logs.tar.gz (a run cut short keeps what it measured)
 #   GPU_CHECK_INSTALL=0          already installed; GPU_CHECK_DRY=1: CPU dry run (tiny networks, small corpus)
@@ -47,10 +48,10 @@ MINUTES="${GPU_CHECK_MINUTES:-0.4}"
 LIMIT="${GPU_CHECK_LIMIT:-90}"
 CELL="${GPU_CHECK_CELL:-4}"
 CELL_LIMIT="${GPU_CHECK_CELL_LIMIT:-40}"
-COMPILE_LIMIT="${GPU_CHECK_COMPILE_LIMIT:-120}"
+COMPILE_LIMIT="${GPU_CHECK_COMPILE_LIMIT:-90}"
 PRECISIONS="${GPU_CHECK_PRECISIONS:-fp32 tf32 bf16}"
-COMPILES="${GPU_CHECK_COMPILES:-reduce-overhead}"
-COMPILE_MODELS="${GPU_CHECK_COMPILE_MODELS-structformer}"
+COMPILES="${GPU_CHECK_COMPILES:-cudagraphs}"
+COMPILE_MODELS="${GPU_CHECK_COMPILE_MODELS-structformer udgn}"
 COMPILE_PRECISIONS="${GPU_CHECK_COMPILE_PRECISIONS:-bf16}"
 COMPILE_SHAPES="${GPU_CHECK_COMPILE_SHAPES:-1}"
 FAST="${GPU_CHECK_FAST-precision=bf16}"
@@ -173,7 +174,7 @@ cell() {  # MODEL PRECISION COMPILE WHAT [bench_train.py options...]: one timed 
   echo "== $model: $what, $precision, compile $mode" >&2
   if timeout "$limit" "$PY" scripts/bench_train.py --model "$model" "${CONFIG[@]}" --device "$DEVICE" \
       --precision "$precision" --compile "$mode" --seconds "$CELL" --batch-tokens 4096 "$@" >"$out.json" 2>"$out.err"; then
-    "$PY" -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().splitlines()[-1]); print(json.dumps({"model": sys.argv[2], "what": sys.argv[3], "precision": sys.argv[4], "compile": sys.argv[5], "tokens_per_s": r["tokens_per_s"], "note": str(r["steps"]) + " steps" + ("" if r.get("peak_gpu_gb") is None else ", GPU peak " + str(r["peak_gpu_gb"]) + " GB")}))' \
+    "$PY" -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().splitlines()[-1]); print(json.dumps({"model": sys.argv[2], "what": sys.argv[3], "precision": sys.argv[4], "compile": sys.argv[5], "tokens_per_s": r["tokens_per_s"], "note": str(r["steps"]) + " steps after " + str(r["warmup_steps"]) + " in " + str(r["warmup_s"]) + " s" + ("" if r.get("peak_gpu_gb") is None else ", GPU peak " + str(r["peak_gpu_gb"]) + " GB")}))' \
       "$out.json" "$model" "$what" "$precision" "$mode" >>"$RESULTS"
   elif [ "$?" = 124 ]; then
     note "$model" "$what" "$precision" "$mode" "over limit (${limit} s$([ "$mode" = off ] || echo ', compilation included'))"
@@ -221,7 +222,7 @@ for model in $FAST_MODELS; do
   case " $MODELS " in *" $model "*) [ -n "$FAST" ] && train_run "$model" "$(echo "$FAST" | sed 's/precision=//; s/compile=//')" "${FAST_SETS[@]}";; esac
 done
 
-# 5. compiled steps, last (compilation takes a minute or more a shape): on the COMPILE_SHAPES most frequent batch
+# 5. compiled steps, last (inductor takes over a minute a shape): on the COMPILE_SHAPES most frequent batch
 #    shapes, each compiled before the clock starts, beside the eager step on the same batches
 for model in $COMPILE_MODELS; do
   for precision in $COMPILE_PRECISIONS; do

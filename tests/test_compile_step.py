@@ -53,7 +53,7 @@ def test_compile_is_a_validated_setting_and_off_by_default() -> None:
     assert _config("compile=on").execution.compile == "default"
     assert _config("compile=reduce-overhead", "prefetch=on").execution.prefetch == "on"
     with pytest.raises(RecipeError, match=r"^--set compile=fast: train.compile must be one of 'off', 'default', "
-                                          r"'reduce-overhead' or true or false, not 'fast'$"):
+                                          r"'reduce-overhead', 'cudagraphs' or true or false, not 'fast'$"):
         _config("compile=fast")
 
 
@@ -129,12 +129,55 @@ def test_the_fused_update_is_the_loops_to_round_off_and_clipping_is_bit_for_bit(
     assert all(torch.equal(p.grad, twin.grad) for p, twin in zip(params, twins))
 
 
-def test_reduce_overhead_says_it_acts_as_default_off_cuda() -> None:
+def test_the_cuda_graph_modes_say_what_they_do_off_cuda() -> None:
     said: list[str] = []
     module = torch.nn.Linear(2, 2)
     assert compiled(module, "off", torch.device("cpu"), said.append) is module and not said
     compiled(module, "reduce-overhead", torch.device("cpu"), said.append)
-    assert said == ["note: compile reduce-overhead captures CUDA graphs; on cpu it acts as default"]
+    compiled(module, "cudagraphs", torch.device("cpu"), said.append)
+    assert said == ["note: compile reduce-overhead captures CUDA graphs; on cpu it acts as default",
+                    "note: compile cudagraphs captures CUDA graphs; on cpu its graphs run uncaptured"]
+    assert _config("compile=cudagraphs").execution.compile == "cudagraphs"
+
+
+def test_twenty_steps_under_compile_cudagraphs_match_eager(one_thread) -> None:
+    """``compile: cudagraphs`` off CUDA: AOTAutograd's graphs of the static-shape step, run as they are."""
+    with device_route():
+        (eager_losses, _), (losses, _) = _eager_and_compiled(_backend("structformer"), "cudagraphs", "inductor")
+    assert eager_losses[0] != eager_losses[-1]
+    torch.testing.assert_close(losses, eager_losses, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name, options", [("structformer", {"margin": "batch", "dropout": 0.1, "dropatt": 0.1}),
+                                           ("udgn", {"dropout": 0.2, "dropatt": 0.1})])
+def test_the_steps_graphs_hold_nothing_cuda_graphs_refuse(name: str, options: dict, one_thread) -> None:
+    """What torch checks before it captures a graph (``reduce-overhead``, ``cudagraphs``), checked on the route a
+    CUDA device takes: no op that CUDA graphs cannot replay (host reads, data-dependent shapes) and no input the
+    graph writes to, in the forward graph or the backward one.  Otherwise torch would run the step uncaptured and
+    say so once in its log."""
+    checks = pytest.importorskip("torch._inductor.utils", reason="torch's CUDA-graph checks moved")
+    mutations = pytest.importorskip("torch._dynamo.backends.cudagraphs", reason="torch's CUDA-graph checks moved")
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    refused: list[object] = []
+    graphs: list[int] = []
+
+    def inspect(graph: torch.fx.GraphModule, inputs: list[object]):  # type: ignore[no-untyped-def]
+        graphs.append(len(graph.graph.nodes))
+        refused.append(checks.get_first_incompatible_cudagraph_node(graph))
+        refused.append(mutations.check_for_mutation_ignore_cuda_graph_managed_tensor(graph, 0))
+        return make_boxed_func(graph.forward)
+
+    torch._dynamo.reset()
+    configure_dynamo()
+    with device_route():
+        model = _backend(name, **options)
+        step = torch.compile(StaticLoss(model, "mlm", mask_index=VOCAB.mask_index, boundary_index=-1),
+                             backend=aot_autograd(fw_compiler=inspect, bw_compiler=inspect), dynamic=False)
+        step(**_static_inputs(_batches(1, 1)[0], torch.Generator().manual_seed(0)))[0].backward()
+    assert len(graphs) == 2 and min(graphs) > 50  # the forward graph and the backward one, whole
+    assert refused == [None] * 4
 
 
 def _batches(count: int, seed: int) -> list[list[list[int]]]:

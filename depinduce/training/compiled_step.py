@@ -3,7 +3,8 @@ default), or on static shapes (:mod:`.shapes`) and compiled (``train.compile``).
 
 Why: on a GPU the step is bound by the host — thousands of small kernels launched one by one from Python.
 ``torch.compile`` fuses them (``default``) and ``reduce-overhead`` also replays the whole step as captured CUDA
-graphs; both specialise the step to its shapes, hence static shapes.  What is compiled is the module DDP wraps:
+graphs; ``cudagraphs`` replays the captured step without inductor's code generation (the eager kernels, traced
+in seconds where inductor takes minutes per shape); all specialise the step to its shapes, hence static shapes.  What is compiled is the module DDP wraps:
 forward and loss, and through AOTAutograd their backward; the optimiser step is torch's fused Adam on CUDA
 (:mod:`.optim`).  With ``compile: off`` and ``static_shapes: auto`` nothing here changes a number: the engine
 runs the objective's :class:`~depinduce.training.objectives.LossModule` on exact batches, as before.  See
@@ -130,13 +131,19 @@ def compiled(module: torch.nn.Module, mode: str, device: torch.device, log: Log,
              static: bool = True, backend: str = "inductor") -> torch.nn.Module:
     """``module`` compiled as ``train.compile`` asks (``off``: itself), specialised to each shape when the
     batches are ``static`` (else torch's dynamic shapes).  ``reduce-overhead`` captures CUDA graphs, so on
-    another device it acts as ``default`` (said once).  ``backend``: torch.compile's (the tests use
-    ``aot_eager``, the same graphs without inductor's C++ build)."""
+    another device it acts as ``default`` (said once); ``cudagraphs`` is torch's backend of that name (AOTAutograd's
+    forward and backward graphs of eager kernels, replayed as CUDA graphs), and on another device those graphs run
+    as they are (``aot_eager``, said once).  ``backend``: torch.compile's (the tests use ``aot_eager``, the same
+    graphs without inductor's C++ build)."""
     if mode == "off":
         return module
     if mode == "reduce-overhead" and device.type != "cuda":
         log(f"note: compile reduce-overhead captures CUDA graphs; on {device.type} it acts as default")
         mode = "default"
+    if mode == "cudagraphs":
+        if device.type != "cuda":
+            log(f"note: compile cudagraphs captures CUDA graphs; on {device.type} its graphs run uncaptured")
+        backend = "cudagraphs" if device.type == "cuda" else "aot_eager"
     configure_dynamo()
     options: dict[str, Any] = {"mode": mode} if backend == "inductor" else {}
     return _Marked(torch.compile(module, backend=backend, dynamic=False if static else None, **options))
