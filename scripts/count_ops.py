@@ -3,7 +3,9 @@
 On a GPU a step of a small or mid-sized model is bound by the host issuing kernels, so the number of ops one
 step dispatches is what its speed there follows.  One step is the gradient loop's (``OptimiserStep`` in
 ``depinduce/training/step.py``): the objective's ``prepare`` on the CPU, the inputs moved to the device,
-``LossModule`` (forward and loss), the loss, NLL and count stacked as float64 on the device (read later, every
+``LossModule`` (forward and loss; on the device route the static-shape loss of ``training/shapes.py`` where
+the engine takes it on CUDA, ``static_shapes: auto``, the batch padded on the CPU beforehand; ``--exact``: the
+exact batch everywhere, as counts before 2026-11-27's GPU check were made), the loss, NLL and count stacked as float64 on the device (read later, every
 ``log_every`` steps: no host sync in the step), ``zero_grad``, backward, gradient clipping at the recipe's
 ``clip``, the recipe's optimiser step and its learning-rate schedule (RNGTr's ``updates: per_pass`` makes one
 update per refinement pass, as the loop does).
@@ -131,22 +133,31 @@ def random_inputs(objective: Any, lengths: list[int], generator: Any) -> dict[st
     return objective.prepare(tokens, mask, generator=generator, **gold)
 
 
-def step_function(model: Any, objective: Any, train: Any, device: Any) -> Any:
+def step_function(model: Any, objective: Any, train: Any, device: Any, shapes_as: Any = None) -> Any:
     """The engine's training step for one prepared batch (see the module docstring), its phases marked with
-    ``record_function`` ranges (``PHASES``)."""
+    ``record_function`` ranges (``PHASES``); with ``shapes_as`` (a device) on the batch shapes the engine takes
+    on that device (``static_shapes: auto``: padded on CUDA, exact on the CPU), else on the exact batch."""
     import torch
     from torch.profiler import record_function
 
+    from depinduce.data.vocab import Vocab
+    from depinduce.training.compiled_step import build_step
     from depinduce.training.objectives import LossModule
     from depinduce.training.optim import Schedule, build_optimizer, clip_gradients
     from depinduce.training.precision import autocast
     from depinduce.training.step import step_numbers
 
     loss_module = LossModule(model, objective)
+    stepwise = objective.stepwise(model)
+    if shapes_as is not None:
+        built = build_step(model, objective, loss_module, train, pad_index=Vocab.pad_index, stepwise=stepwise,
+                           device=shapes_as)
+        loss_module, pad = built.module, built.pad
+    else:
+        pad = None
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = build_optimizer(params, train)
     schedule = Schedule(optimizer, train, 1_000_000)
-    stepwise = objective.stepwise(model)
 
     def update(loss: Any) -> None:
         with record_function(PHASES[1]):
@@ -158,6 +169,7 @@ def step_function(model: Any, objective: Any, train: Any, device: Any) -> Any:
             schedule.after_step()
 
     def step(inputs: dict[str, Any]) -> None:
+        """One step on a batch that ``step.pad`` has prepared (the engine pads on the CPU, ahead of the step)."""
         inputs = {k: v.to(device, non_blocking=True) for k, v in inputs.items()}
         numbers = []  # left on the device, as the loop leaves them (it reads them every log_every steps)
         if stepwise:
@@ -174,15 +186,18 @@ def step_function(model: Any, objective: Any, train: Any, device: Any) -> Any:
             numbers.append(step_numbers(loss, nll, count))
         update(loss)
 
+    step.pad = pad if pad is not None else (lambda inputs: inputs)  # type: ignore[attr-defined]
     return step
 
 
 def count_step(model_name: str, device_name: str, batch_tokens: int, sentences: int, seed: int,
                route: str = "cpu", fused_adam: bool = True, bucketed: bool = False,
-               sites: bool = False) -> dict[str, Any]:
+               sites: bool = False, exact: bool = False) -> dict[str, Any]:
     """Ops and host syncs of one profiled training step of ``model_name`` (after two warm-up steps) on ``route``
     (``cpu`` or ``device``): top-level ops in all and per phase, every aten event (nested ones too), host
-    syncs; with ``sites``, where in the code each host sync was made (``sync_sites``)."""
+    syncs; with ``sites``, where in the code each host sync was made (``sync_sites``).  The batch takes the
+    shapes the engine gives it on the route's device (the device route's as CUDA's), or with ``exact`` the
+    exact batch whatever the device."""
     import contextlib
 
     import torch
@@ -194,12 +209,13 @@ def count_step(model_name: str, device_name: str, batch_tokens: int, sentences: 
         from depinduce.models.layers.kernels import device_route
     with device_route() if route == "device" else contextlib.nullcontext():
         model, objective, train = build(model_name, device, fused_adam)
-        step = step_function(model, objective, train, device)
+        shapes_as = None if exact else torch.device("cuda") if route == "device" else device
+        step = step_function(model, objective, train, device, shapes_as)
         generator = torch.Generator().manual_seed(seed)
         lengths = batch_lengths(batch_tokens, sentences, seed, bucketed)
         for _ in range(2):
-            step(random_inputs(objective, lengths, generator))
-        inputs = random_inputs(objective, lengths, generator)
+            step(step.pad(random_inputs(objective, lengths, generator)))
+        inputs = step.pad(random_inputs(objective, lengths, generator))
         if device.type == "cuda":
             torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CPU], with_stack=sites) as profiler:
@@ -335,6 +351,10 @@ def main() -> None:
                              "(default: between half and all of the width, as the figures before were measured)")
     parser.add_argument("--sites", action="store_true",
                         help="after each row, where in the code its host syncs were made (slower: Python stacks)")
+    parser.add_argument("--exact", action="store_true",
+                        help="the exact batch on every route (default: the engine's batch shapes on the route's "
+                             "device: padded to static shapes on CUDA's route, where boolean selection would read "
+                             "the host; as the figures before 2026-11-27's GPU check were counted with --exact)")
     parser.add_argument("--unfused-adam", action="store_true",
                         help="count torch's default Adam update (fused_adam: false) instead of the fused one")
     args = parser.parse_args()
@@ -347,7 +367,7 @@ def main() -> None:
     for name in args.models:
         for route in routes:
             row = count_step(name, args.device, args.batch_tokens, args.sentences, args.seed, route,
-                             not args.unfused_adam, args.bucketed, args.sites)
+                             not args.unfused_adam, args.bucketed, args.sites, args.exact)
             before = BEFORE.get(name)
             target = TARGET.get(name)
             print(f"{row['backend']:<13} {row['config']:<17} {route:<7} {row['ops']:>9,} {row['forward']:>8,} "

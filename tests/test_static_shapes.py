@@ -24,9 +24,11 @@ TINY = {
     "structformer": {"hidden_size": 16, "n_layers": 2, "n_heads": 4, "ff_size": 32, "dropout": 0.0, "dropatt": 0.0},
     "udgn": {"hidden_size": 16, "n_layers": 2, "n_heads": 4, "head_size": 6, "parser_layers": 2,
              "parser_hidden_size": 16, "dropout": 0.0, "dropatt": 0.0},
+    "probformer": {"d": 10, "n_channels": 2, "n_iter": 2, "rank": 3, "distance_threshold": 2, "dropout": 0.0},
     "prpn": {"emb_size": 12, "hidden_size": 16, "n_layers": 2, "n_slots": 4, "lookback": 2, "dropout": 0.0,
              "idropout": 0.0},
 }
+CUDA = torch.device("cuda")  # only its type is read: no GPU needed
 ROWS = [[5, 6, 7, 8, 9], [10, 11, 12], [13, 14, 15, 16, 17, 18, 19, 20, 21], [22, 23], [24, 25, 26, 27, 28, 29, 30]]
 
 
@@ -68,6 +70,28 @@ def test_padded_batches_give_the_exact_losses_and_gradients(name: str, overrides
         torch.testing.assert_close(padded, exact, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["structformer", "probformer"])
+def test_chunked_batches_padded_run_by_run_give_the_exact_losses_and_gradients(name: str, one_thread) -> None:
+    """``loss_chunks`` (the Probabilistic Transformer's trainer): each run of sentences trimmed to its own
+    longest one on the CPU and padded on its own; the sum of the runs' mean losses as the objective gives it."""
+    vocab = Vocab([f"w{i}" for i in range(40)])
+    torch.manual_seed(0)
+    model = trainable_class(name).from_config(TINY[name], vocab)
+    model.train()
+    objective = objective_for("mlm", mask_rate=0.4, vocab_size=len(vocab), loss_chunks=2)
+    inputs = objective.prepare(*pad_batch(ROWS, vocab.pad_index), generator=torch.Generator().manual_seed(1))
+    static = pad_inputs("mlm", inputs, vocab.pad_index, chunks=2)
+    # runs of 3 and 2 sentences, trimmed to 9 and 7 words, padded to 3 × 12 and 2 × 8
+    assert static["tokens_0"].shape == (3, 12) and static["tokens_1"].shape == (2, 8) and "tokens_2" not in static
+    module = StaticLoss(model, "mlm", mask_index=vocab.mask_index, boundary_index=len(vocab))
+    exact_numbers, exact_grads = _loss_and_gradients(model, LossModule(model, objective), inputs)
+    static_numbers, static_grads = _loss_and_gradients(model, module, static)
+    unchunked = LossModule(model, objective_for("mlm", mask_rate=0.4, vocab_size=len(vocab)))(**inputs)[0]
+    assert not torch.allclose(unchunked, exact_numbers[0])  # the chunks' sum is not the batch's mean
+    for exact, padded in zip(exact_numbers + exact_grads, static_numbers + static_grads):
+        torch.testing.assert_close(padded, exact, rtol=1e-5, atol=1e-6)
+
+
 def test_added_rows_would_change_batch_statistics() -> None:
     """Why PRPN keeps its rows: with added rows its loss is no longer the exact batch's."""
     vocab = Vocab([f"w{i}" for i in range(40)])
@@ -88,7 +112,12 @@ def test_static_shapes_follow_compile_unless_set() -> None:
     assert not static_shapes_on(TrainConfig(), mlm)  # today's default: exact batches
     assert static_shapes_on(TrainConfig(compile="default"), mlm)
     assert not static_shapes_on(TrainConfig(compile="default", static_shapes="off"), mlm)
-    assert not static_shapes_on(TrainConfig(compile="default", loss_chunks=4), mlm)  # auto: falls back
+    assert not static_shapes_on(TrainConfig(compile="default", static_shapes="off"), mlm, device=CUDA)
+    # on CUDA without compile: the exact loss's boolean selection would make the host wait at every step
+    assert static_shapes_on(TrainConfig(), mlm, device=CUDA)
+    assert not static_shapes_on(TrainConfig(), mlm, device=torch.device("cpu"))
+    assert not static_shapes_on(TrainConfig(), objective_for("supervised", mask_rate=0.3, vocab_size=10),
+                                device=CUDA)  # auto: where it does not apply, exact batches
     likelihood = objective_for("likelihood", mask_rate=0.3, vocab_size=10)
     with pytest.raises(RecipeError, match="static_shapes: on does not apply to objective 'likelihood'"):
         static_shapes_on(TrainConfig(static_shapes="on"), likelihood)

@@ -6,8 +6,10 @@ Why: on a GPU the step is bound by the host — thousands of small kernels launc
 graphs; ``cudagraphs`` replays the captured step without inductor's code generation (the eager kernels, traced
 in seconds where inductor takes minutes per shape); all specialise the step to its shapes, hence static shapes.  What is compiled is the module DDP wraps:
 forward and loss, and through AOTAutograd their backward; the optimiser step is torch's fused Adam on CUDA
-(:mod:`.optim`).  With ``compile: off`` and ``static_shapes: auto`` nothing here changes a number: the engine
-runs the objective's :class:`~depinduce.training.objectives.LossModule` on exact batches, as before.  See
+(:mod:`.optim`).  With ``compile: off`` and ``static_shapes: auto`` on the CPU nothing here changes a number:
+the engine runs the objective's :class:`~depinduce.training.objectives.LossModule` on exact batches, as before;
+on CUDA it runs the static-shape loss, whose index gathers need no read of the device by the host (the same
+numbers to round-off).  See
 ``docs/guide/gpu.md``.  (:mod:`.step` runs this module, then backward and the update.)
 """
 
@@ -56,21 +58,23 @@ def static_support(objective: Objective, config: TrainConfig, stepwise: bool) ->
     """Why static shapes cannot apply to this training (None: they can)."""
     if not isinstance(objective, (MaskedLM, NextWordLM)):
         return f"objective '{objective.name}'{' (lm_mode continuous)' if objective.name == 'lm' else ''}"
-    if config.masked_lm.loss_chunks is not None:
-        return "loss_chunks"
     if stepwise:
         return "one update per pass"
     return None
 
 
-def static_shapes_on(config: TrainConfig, objective: Objective, stepwise: bool = False) -> bool:
-    """``static_shapes``: ``on``, ``off``, or ``auto`` = on when the step is compiled and the objective allows."""
+def static_shapes_on(config: TrainConfig, objective: Objective, stepwise: bool = False,
+                     device: torch.device | None = None) -> bool:
+    """``static_shapes``: ``on``, ``off``, or ``auto`` = on where the objective allows and the step is compiled
+    or runs on CUDA (where the exact loss's boolean selection of the predicted rows makes the host wait for the
+    device at every step)."""
     execution = config.execution
     reason = static_support(objective, config, stepwise)
     if execution.static_shapes == "on" and reason is not None:
         raise RecipeError(f"train.static_shapes: on does not apply to {reason}; set static_shapes: auto")
     if execution.static_shapes == "auto":
-        return execution.compile != "off" and reason is None
+        on_cuda = device is not None and device.type == "cuda"
+        return (execution.compile != "off" or on_cuda) and reason is None
     return execution.static_shapes == "on"
 
 
@@ -84,11 +88,11 @@ class TrainStep:
 
 
 def build_step(model: torch.nn.Module, objective: Objective, loss_module: LossModule, config: TrainConfig, *,
-               pad_index: int, stepwise: bool = False) -> TrainStep:
+               pad_index: int, stepwise: bool = False, device: torch.device | None = None) -> TrainStep:
     """The step's module for ``config``: the exact ``loss_module``, or its static-shape twin.  A compiled step
     needs the twin (the exact loss picks the masked rows by a boolean index, a shape the data decide, which
     breaks the compiler's graph), so ``compile`` without static shapes is refused in one line."""
-    if not static_shapes_on(config, objective, stepwise):
+    if not static_shapes_on(config, objective, stepwise, device):
         if config.execution.compile != "off":
             reason = static_support(objective, config, stepwise)
             raise RecipeError("train.compile runs the step on static shapes, which "
@@ -100,7 +104,9 @@ def build_step(model: torch.nn.Module, objective: Objective, loss_module: LossMo
     else:
         assert isinstance(objective, NextWordLM)
         module = StaticLoss(model, "lm", mask_index=-1, boundary_index=objective.boundary_index)
-    pad = partial(pad_inputs, module.objective, pad_index=pad_index, pad_rows=not has_batch_statistics(model))
+    chunks = objective.chunks if isinstance(objective, MaskedLM) else None
+    pad = partial(pad_inputs, module.objective, pad_index=pad_index, pad_rows=not has_batch_statistics(model),
+                  chunks=chunks)
     return TrainStep(module, pad)
 
 

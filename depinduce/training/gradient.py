@@ -91,7 +91,7 @@ class GradientLoop:
         check_compile(execution.compile, run.config.model)
         # the step's module (this loss, or its static-shape twin), compiled as train.compile asks (compiled_step.py)
         self.step_module = build_step(self.model, self.objective, self.loss_module, cfg,
-                                      pad_index=self.vocab.pad_index, stepwise=stepwise)
+                                      pad_index=self.vocab.pad_index, stepwise=stepwise, device=context.device)
         wrapped = compiled(distributed.wrap(self.step_module.module, context,
                                             find_unused_parameters=execution.find_unused_parameters),
                            execution.compile, context.device, log, static=self.step_module.pad is not None)

@@ -11,7 +11,9 @@ added columns are padding, which the backends mask already; added rows are all p
 them.  A backend with batch statistics (PRPN's BatchNorm, which counts each sentence's start) keeps its exact
 row count, since an added row would change them; only its length is rounded up.  The losses read
 only the predicted positions, gathered by index (masked LM: ``positions``, padded to a ladder size too and
-ignored through ``targets`` = -100), so the loss's shape never depends on how many words were masked.
+ignored through ``targets`` = -100), so the loss's shape never depends on how many words were masked; the
+index is made on the CPU, so the step reads nothing back from a GPU.  ``loss_chunks`` runs are padded each on its
+own.
 """
 
 from __future__ import annotations
@@ -59,8 +61,20 @@ def has_batch_statistics(model: torch.nn.Module) -> bool:
 
 
 def pad_inputs(objective: str, inputs: dict[str, torch.Tensor], pad_index: int, *,
-               pad_rows: bool = True) -> dict[str, torch.Tensor]:
-    """The static-shape inputs of :class:`StaticLoss` for one prepared (CPU) batch of ``objective``."""
+               pad_rows: bool = True, chunks: int | None = None) -> dict[str, torch.Tensor]:
+    """The static-shape inputs of :class:`StaticLoss` for one prepared (CPU) batch of ``objective``.  With
+    ``chunks`` (masked LM's ``train.loss_chunks``) the batch is split as the objective splits it and each run is
+    trimmed to its own longest sentence (read here, on the CPU) and padded on its own: keys ``tokens_0``, ...."""
+    if objective == "mlm" and chunks is not None:
+        runs = zip(*(inputs[key].tensor_split(min(chunks, len(inputs["tokens"])))
+                     for key in ("tokens", "mask", "masked")))
+        padded: dict[str, torch.Tensor] = {}
+        for index, run in enumerate(runs):
+            width = int(run[1].sum(dim=1).max())
+            trimmed = dict(zip(("tokens", "mask", "masked"), (t[:, :width] for t in run)))
+            padded.update({f"{key}_{index}": value
+                           for key, value in pad_inputs("mlm", trimmed, pad_index, pad_rows=pad_rows).items()})
+        return padded
     tokens, mask = _pad_rows(inputs["tokens"], inputs["mask"], pad_index, pad_rows)
     rows, width = inputs["tokens"].shape
     if objective == "mlm":
@@ -105,6 +119,16 @@ class StaticLoss(torch.nn.Module):
         self.boundary_index = boundary_index
 
     def forward(self, **inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if self.objective == "mlm" and "tokens_0" in inputs:  # loss_chunks: the sum of the runs' mean losses
+            parts = []
+            while f"tokens_{len(parts)}" in inputs:
+                suffix = f"_{len(parts)}"
+                parts.append(self._loss({key[: -len(suffix)]: value for key, value in inputs.items()
+                                         if key.endswith(suffix)}))
+            return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts))  # type: ignore
+        return self._loss(inputs)
+
+    def _loss(self, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         model = self.model
         if self.objective == "mlm":
             tokens, mask, masked = inputs["tokens"], inputs["mask"], inputs["masked"]
