@@ -114,7 +114,8 @@ VOCAB_SIZE = 10_000  # depinduce's three special tokens included
 def depinduce_step_function(model_name: str, config: dict[str, Any], precision: str,
                             device: str = "cpu", compile_mode: str = "off") -> tuple[Any, Any]:
     """The backend built at ``config`` over a 10,000-word vocabulary on ``device``, and its training loss for a
-    batch exactly as the engine computes it (its objective: inputs prepared on the CPU, then moved to the device;
+    batch exactly as the engine computes it (its objective: inputs prepared on the CPU, padded to a static shape
+    where the engine pads them, when compiled or on CUDA, then moved to the device;
     under bfloat16 autocast with ``precision: bf16``, which backends that train in float32 only refuse with the
     engine's own one-line error)."""
     import torch
@@ -127,7 +128,8 @@ def depinduce_step_function(model_name: str, config: dict[str, Any], precision: 
     from depinduce.training.objectives import LossModule, objective_for
     from depinduce.training.precision import autocast, check_precision, set_float32_products
     from depinduce.training.shapes import StaticLoss, has_batch_statistics, pad_inputs
-    from depinduce.training.compiled_step import compiled
+    from depinduce.training.compiled_step import compiled, static_shapes_on
+    from depinduce.training.config import TrainConfig
 
     vocab = Vocab([f"w{i}" for i in range(VOCAB_SIZE - 3)])
     model_class = trainable_class(model_name)
@@ -141,14 +143,17 @@ def depinduce_step_function(model_name: str, config: dict[str, Any], precision: 
     objective.check_model(model)
     loss_module = LossModule(model, objective)
     set_float32_products(precision, where)
+    # the engine's batch shapes (static_shapes: auto): padded when compiled or on CUDA, else exact
+    static = static_shapes_on(TrainConfig(compile=compile_mode), objective, device=where)
+    if static:
+        loss_module = StaticLoss(model, objective.name, mask_index=vocab.mask_index, boundary_index=len(vocab))
     if compile_mode != "off":  # train.compile: the static-shape step, compiled (training/compiled_step.py)
-        static = StaticLoss(model, objective.name, mask_index=vocab.mask_index, boundary_index=len(vocab))
-        loss_module = compiled(static, compile_mode, where, lambda line: print(line, file=sys.stderr))
+        loss_module = compiled(loss_module, compile_mode, where, lambda line: print(line, file=sys.stderr))
     pad_rows = not has_batch_statistics(model)
 
     def loss(tokens: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         inputs = objective.prepare(tokens, mask, generator=generator)
-        if compile_mode != "off":
+        if static:
             inputs = pad_inputs(objective.name, inputs, vocab.pad_index, pad_rows=pad_rows)
         inputs = {key: value.to(where, non_blocking=True) for key, value in inputs.items()}
         with autocast(precision, where):  # as the engine's training step
