@@ -212,7 +212,6 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
     warm_seconds = time.perf_counter() - warm_start
     words = 0
     steps = 0
-    synchronize(where)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     for lengths in itertools.cycle(batches[warm:] or batches):  # a fast device runs through them: again

@@ -28,6 +28,8 @@ from depinduce.models.layers.output_loss import widened
 from depinduce.models.neural import LinearOutputLayer
 
 IGNORE = -100  # cross_entropy's ignore_index: a padded target
+# The static-shape inputs of one masked-LM batch (or of one loss_chunks run, as KEY_i)
+_MLM_KEYS = ("tokens", "mask", "masked", "positions", "targets")
 
 
 def ladder(n: int) -> int:
@@ -86,7 +88,7 @@ def pad_inputs(objective: str, inputs: dict[str, torch.Tensor], pad_index: int, 
         positions[: len(flat)] = flat
         targets = torch.full((size,), IGNORE, dtype=torch.long)
         targets[: len(flat)] = tokens.flatten()[flat]
-        return {"tokens": tokens, "mask": mask, "masked": masked, "positions": positions, "targets": targets}
+        return dict(zip(_MLM_KEYS, (tokens, mask, masked, positions, targets)))
     if objective == "lm":
         # predicted: every word of a real row and its closing boundary (NextWordLM), nothing of an added row
         lengths = inputs["mask"].sum(dim=1)
@@ -122,9 +124,8 @@ class StaticLoss(torch.nn.Module):
         if self.objective == "mlm" and "tokens_0" in inputs:  # loss_chunks: the sum of the runs' mean losses
             parts = []
             while f"tokens_{len(parts)}" in inputs:
-                suffix = f"_{len(parts)}"
-                parts.append(self._loss({key[: -len(suffix)]: value for key, value in inputs.items()
-                                         if key.endswith(suffix)}))
+                run = len(parts)
+                parts.append(self._loss({key: inputs[f"{key}_{run}"] for key in _MLM_KEYS}))
             return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts))  # type: ignore
         return self._loss(inputs)
 
