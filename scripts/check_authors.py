@@ -1280,7 +1280,7 @@ class PRPNAdapter(Adapter):
         for k, states in enumerate(steps):
             yield f"hidden states, reading layer {k + 1}", recorded["readers"][k], torch.stack(states, dim=1)
         width = recorded["predictor"].shape[-1]
-        yield "predict network output", recorded["predictor"], \
+        yield "predict network output", recorded["predictor"].flatten(0, 1), \
             predicted[0].view(-1, len(tokens), width).transpose(0, 1).reshape(-1, width)
         logits = logits.transpose(0, 1)
         yield "logits", ours.output_logits(ours.lm_hidden(tokens, mask).flatten(0, 1)), logits.flatten(0, 1)

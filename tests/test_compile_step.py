@@ -37,8 +37,12 @@ TINY = {
     "structformer": {"hidden_size": 16, "n_layers": 2, "n_heads": 4, "ff_size": 32, "dropout": 0.0, "dropatt": 0.0},
     "udgn": {"hidden_size": 16, "n_layers": 2, "n_heads": 4, "head_size": 6, "parser_layers": 2,
              "parser_hidden_size": 16, "dropout": 0.0, "dropatt": 0.0},
+    "prpn": {"emb_size": 12, "hidden_size": 16, "n_layers": 2, "n_slots": 4, "lookback": 2, "dropout": 0.0,
+             "idropout": 0.0, "rdropout": 0.0},
 }
 MLM = objective_for("mlm", mask_rate=0.3, vocab_size=len(VOCAB))
+LM = objective_for("lm", mask_rate=0.0, vocab_size=len(VOCAB))  # PRPN's: sentence by sentence
+OBJECTIVE = {"structformer": "mlm", "udgn": "mlm", "prpn": "lm"}
 needs_compiler = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
                                     reason="inductor compiles C++ on the CPU and no C compiler (gcc/cc) is here")
 
@@ -58,11 +62,12 @@ def test_compile_is_a_validated_setting_and_off_by_default() -> None:
 
 
 def test_compile_is_refused_in_one_line_where_it_is_not_checked() -> None:
-    check_compile("off", "prpn")
+    check_compile("off", "probformer")
     check_compile("default", "structformer")
-    with pytest.raises(RecipeError, match=r"^train.compile: model 'prpn' is not checked under torch.compile .*"
-                                          r"structformer, udgn only\); set compile: off$"):
-        check_compile("reduce-overhead", "prpn")
+    check_compile("cudagraphs", "prpn")
+    with pytest.raises(RecipeError, match=r"^train.compile: model 'probformer' is not checked under torch.compile "
+                                          r".*structformer, udgn, prpn only\); set compile: off$"):
+        check_compile("reduce-overhead", "probformer")
     model = TinyMLM(TinyConfig(), VOCAB)
     with pytest.raises(RecipeError, match=r"^train.compile runs the step on static shapes, which static_shapes: "
                                           r"off turns off; set compile: off or static_shapes: auto$"):
@@ -150,7 +155,8 @@ def test_twenty_steps_under_compile_cudagraphs_match_eager(one_thread) -> None:
 
 
 @pytest.mark.parametrize("name, options", [("structformer", {"margin": "batch", "dropout": 0.1, "dropatt": 0.1}),
-                                           ("udgn", {"dropout": 0.2, "dropatt": 0.1})])
+                                           ("udgn", {"dropout": 0.2, "dropatt": 0.1}),
+                                           ("prpn", {"dropout": 0.2, "idropout": 0.2, "rdropout": 0.1})])
 def test_the_steps_graphs_hold_nothing_cuda_graphs_refuse(name: str, options: dict, one_thread) -> None:
     """What torch checks before it captures a graph (``reduce-overhead``, ``cudagraphs``), checked on the route a
     CUDA device takes: no op that CUDA graphs cannot replay (host reads, data-dependent shapes) and no input the
@@ -174,9 +180,9 @@ def test_the_steps_graphs_hold_nothing_cuda_graphs_refuse(name: str, options: di
     configure_dynamo()
     with device_route():
         model = _backend(name, **options)
-        step = torch.compile(StaticLoss(model, "mlm", mask_index=VOCAB.mask_index, boundary_index=-1),
+        step = torch.compile(_static_loss(model, OBJECTIVE[name]),
                              backend=aot_autograd(fw_compiler=inspect, bw_compiler=inspect), dynamic=False)
-        step(**_static_inputs(_batches(1, 1)[0], torch.Generator().manual_seed(0)))[0].backward()
+        step(**_static_inputs(_batches(1, 1)[0], torch.Generator().manual_seed(0), OBJECTIVE[name]))[0].backward()
     assert len(graphs) == 2 and min(graphs) > 50  # the forward graph and the backward one, whole
     assert refused == [None] * 4
 
@@ -187,8 +193,14 @@ def _batches(count: int, seed: int) -> list[list[list[int]]]:
     return [[[rng.randrange(4, 43) for _ in range(rng.randint(5, 8))] for _ in range(6)] for _ in range(count)]
 
 
-def _static_inputs(rows: list[list[int]], generator: torch.Generator) -> dict[str, torch.Tensor]:
-    """The static-shape inputs of ``rows``, the masked positions padded to every position (48): one shape."""
+def _static_inputs(rows: list[list[int]], generator: torch.Generator, objective: str = "mlm"
+                   ) -> dict[str, torch.Tensor]:
+    """The static-shape inputs of ``rows``, the masked positions padded to every position (48): one shape.
+    Next-word LM (PRPN): the exact rows (BatchNorm), the length padded."""
+    if objective == "lm":
+        inputs = pad_inputs("lm", LM.prepare(*pad_batch(rows, VOCAB.pad_index)), VOCAB.pad_index, pad_rows=False)
+        assert inputs["tokens"].shape == (6, 8)
+        return inputs
     inputs = pad_inputs("mlm", MLM.prepare(*pad_batch(rows, VOCAB.pad_index), generator=generator),
                         VOCAB.pad_index)
     size = inputs["tokens"].numel()
@@ -198,11 +210,17 @@ def _static_inputs(rows: list[list[int]], generator: torch.Generator) -> dict[st
     return inputs
 
 
-def _explained(model: torch.nn.Module):
+def _static_loss(model: torch.nn.Module, objective: str = "mlm") -> StaticLoss:
+    if objective == "lm":
+        return StaticLoss(model, "lm", mask_index=-1, boundary_index=LM.boundary_index)
+    return StaticLoss(model, "mlm", mask_index=VOCAB.mask_index, boundary_index=-1)
+
+
+def _explained(model: torch.nn.Module, objective: str = "mlm"):
     torch._dynamo.reset()
     configure_dynamo()
-    module = StaticLoss(model, "mlm", mask_index=VOCAB.mask_index, boundary_index=-1)
-    return torch._dynamo.explain(module)(**_static_inputs(_batches(1, 0)[0], torch.Generator()))
+    module = _static_loss(model, objective)
+    return torch._dynamo.explain(module)(**_static_inputs(_batches(1, 0)[0], torch.Generator(), objective))
 
 
 def test_the_steps_own_code_traces_without_graph_breaks(one_thread) -> None:
@@ -224,14 +242,15 @@ def _route(route: str):
 
 @pytest.mark.parametrize("route", ["cpu", "device"])
 @pytest.mark.parametrize("name, options", [("structformer", {"margin": "batch", "dropout": 0.1, "dropatt": 0.1}),
-                                           ("udgn", {"dropout": 0.2, "dropatt": 0.1})])
+                                           ("udgn", {"dropout": 0.2, "dropatt": 0.1}),
+                                           ("prpn", {"dropout": 0.2, "idropout": 0.2, "rdropout": 0.1})])
 def test_the_backends_forward_and_loss_trace_without_graph_breaks(name: str, options: dict, route: str,
                                                                    one_thread) -> None:
     """With the paper recipes' options that matter here: StructFormer's batch margin, dropout everywhere; on the
-    CPU's route and on the route a CUDA device takes (UDGN's LSTM there packs its batch when eager, which a
-    compiled graph cannot hold)."""
+    CPU's route and on the route a CUDA device takes (PRPN's BatchNorm over real positions by masked sums, not
+    a selection whose size the data decide)."""
     with _route(route):
-        explained = _explained(_backend(name, **options))
+        explained = _explained(_backend(name, **options), OBJECTIVE[name])
     assert explained.graph_break_count == 0, [str(b.reason)[:200] for b in explained.break_reasons]
     assert explained.graph_count == 1
 
@@ -285,26 +304,27 @@ def _train_twenty(model: torch.nn.Module, loss_of) -> tuple[list[float], list[to
     return losses, first
 
 
-def _eager_and_compiled(model: torch.nn.Module, mode: str, backend: str):
+def _eager_and_compiled(model: torch.nn.Module, mode: str, backend: str, objective: str = "mlm"):
     """The engine's eager step (exact batches, the fused kernels) beside the compiled static-shape step."""
     torch._dynamo.reset()
     twin = copy.deepcopy(model)
-    eager = LossModule(model, MLM)
-    step = compiled(StaticLoss(twin, "mlm", mask_index=VOCAB.mask_index, boundary_index=-1), mode,
-                    torch.device("cpu"), lambda _: None, backend=backend)
+    exact_objective = LM if objective == "lm" else MLM
+    eager = LossModule(model, exact_objective)
+    step = compiled(_static_loss(twin, objective), mode, torch.device("cpu"), lambda _: None, backend=backend)
     exact = _train_twenty(model, lambda rows, generator: eager(
-        **MLM.prepare(*pad_batch(rows, VOCAB.pad_index), generator=generator))[0])
-    traced = _train_twenty(twin, lambda rows, generator: step(**_static_inputs(rows, generator))[0])
+        **exact_objective.prepare(*pad_batch(rows, VOCAB.pad_index), generator=generator))[0])
+    traced = _train_twenty(twin, lambda rows, generator: step(**_static_inputs(rows, generator, objective))[0])
     return exact, traced
 
 
 @pytest.mark.parametrize("route", ["cpu", "device"])
-@pytest.mark.parametrize("name", ["structformer", "udgn"])
+@pytest.mark.parametrize("name", ["structformer", "udgn", "prpn"])
 def test_twenty_compiled_steps_match_twenty_eager_steps(name: str, route: str, one_thread) -> None:
     """Through AOTAutograd (forward and backward graphs, as inductor gets them): the same losses over 20 steps
     and the same first gradients, to round-off, on either route."""
     with _route(route):
-        (eager_losses, eager_grads), (losses, grads) = _eager_and_compiled(_backend(name), "default", "aot_eager")
+        (eager_losses, eager_grads), (losses, grads) = _eager_and_compiled(_backend(name), "default", "aot_eager",
+                                                                          OBJECTIVE[name])
     assert eager_losses[0] != eager_losses[-1]  # it trained
     torch.testing.assert_close(losses, eager_losses, rtol=1e-5, atol=1e-6)
     for traced, eager in zip(grads, eager_grads):

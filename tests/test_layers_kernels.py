@@ -229,3 +229,27 @@ def test_an_unknown_linear_kernel_is_a_one_line_error(tmp_path, monkeypatch: pyt
     assert result.stderr.strip().splitlines()[-1] == (
         "DEPINDUCE_LINEAR_KERNEL='blas': expected onednn or mkl (or unset: chosen by the CPU)")
     assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+@pytest.mark.parametrize("zeros", [0, 1, 3])
+def test_the_device_routes_cumprod_has_torchs_gradient_without_a_host_read(zeros: int) -> None:
+    """Off the CPU's route ``cumprod_last``'s backward is the zero-safe formula: torch's gradient, with zeros
+    among the factors too (PRPN's hard gates), and no ``_local_scalar_dense`` (torch's backward reads one)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from depinduce.models.layers.cumprod import cumprod_last
+    from depinduce.models.layers.kernels import device_route
+
+    generator = torch.Generator().manual_seed(zeros)
+    x = torch.rand(4, 3, 6, dtype=torch.float64, generator=generator)
+    x.view(-1)[torch.randperm(x.numel(), generator=generator)[:zeros]] = 0.0
+    x.requires_grad_(True)
+    upstream = torch.randn(x.shape, dtype=torch.float64, generator=generator)
+    want = torch.autograd.grad(x.cumprod(-1), x, upstream)[0]
+    with device_route():
+        out = cumprod_last(x)
+        with profile(activities=[ProfilerActivity.CPU]) as profiler:
+            got = torch.autograd.grad(out, x, upstream)[0]
+    torch.testing.assert_close(out, x.cumprod(-1), rtol=0, atol=0)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-14)
+    assert not [e for e in profiler.events() if e.name == "aten::_local_scalar_dense"]

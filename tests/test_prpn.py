@@ -143,7 +143,7 @@ def test_predict_network_attends_over_the_previous_states_only() -> None:
         weights = weights / (weights.sum() + 1e-8)
         expected.append(torch.cat([top[b, t], weights @ memory]))
     reference = torch.tanh(net.norm(net.project(torch.stack(expected))))
-    assert torch.allclose(got, reference, atol=1e-5)
+    assert torch.allclose(got.flatten(0, 1), reference, atol=1e-5)
 
 
 def test_gated_attention_is_normalised_as_the_authors_even_for_a_tiny_gated_mass() -> None:
@@ -283,7 +283,7 @@ def test_predict_network_drops_its_key_where_the_placement_says(placement: str,
                 weights = torch.exp(scores - scores.max()) * gates[b, t]
                 joined.append(torch.cat([top[b, t], weights / (weights.sum() + 1e-8) @ memory]))
             reference = torch.tanh(net.norm(net.project(_value_dropout(torch.stack(joined), 0.3, True))))
-            assert torch.allclose(got, reference, atol=1e-10) == (key_out == (placement == "authors"))
+            assert torch.allclose(got.flatten(0, 1), reference, atol=1e-10) == (key_out == (placement == "authors"))
 
 
 def test_dropout_masks_per_layer_are_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -541,3 +541,99 @@ def test_perplexity_errors_are_one_line(tmp_path: Path) -> None:
     runner = CliRunner()
     missing = runner.invoke(cli, ["perplexity", "--model", str(tmp_path), str(tmp_path / "x.txt")])
     assert missing.exit_code == 2 and "not a run directory" in missing.output
+
+
+# ------------------------------------------------------------------------------ the route a GPU takes
+
+
+def test_masked_batch_norm_is_batch_norm_over_the_marked_rows() -> None:
+    """Output at the marked positions, running statistics (momentum and cumulative) and gradients equal
+    ``nn.BatchNorm1d`` applied to ``x[mask]``; evaluation uses the running statistics as there."""
+    from depinduce.models.layers.masked_norm import masked_batch_norm
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 5, 4, dtype=torch.float64, generator=generator, requires_grad=True)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]], dtype=torch.bool)
+    for momentum in (0.1, None):
+        plain = torch.nn.BatchNorm1d(4, momentum=momentum).double()
+        torch.nn.init.uniform_(plain.weight, generator=generator)
+        torch.nn.init.uniform_(plain.bias, generator=generator)
+        masked = torch.nn.BatchNorm1d(4, momentum=momentum).double()
+        masked.load_state_dict(plain.state_dict())
+        for _ in range(2):
+            want = plain(x[mask])
+            got = masked_batch_norm(x, mask, masked)
+            torch.testing.assert_close(got[mask], want, rtol=0, atol=1e-12)
+            upstream = torch.randn(want.shape, dtype=torch.float64, generator=generator)
+            spread = torch.zeros(got.shape, dtype=torch.float64).masked_scatter(mask.unsqueeze(-1), upstream)
+            for a, b in zip(torch.autograd.grad(got, (x, masked.weight, masked.bias), spread),
+                            torch.autograd.grad(want, (x, plain.weight, plain.bias), upstream)):
+                torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+        for name, value in plain.state_dict().items():
+            torch.testing.assert_close(masked.state_dict()[name], value, rtol=0, atol=1e-12)
+        plain.eval(), masked.eval()
+        torch.testing.assert_close(masked_batch_norm(x, mask, masked)[mask], plain(x[mask]), rtol=0, atol=1e-12)
+
+
+def _prpn_step(model: PRPN, *, stream: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Next-word NLL and gradients of one training pass (no dropout): sentences of several lengths, or a
+    continuous chunk read after a first one (the carried state)."""
+    model.train()
+    model.zero_grad(set_to_none=True)
+    if stream:
+        tokens = torch.randint(4, 40, (3, 6), generator=torch.Generator().manual_seed(1))
+        _, state = model.lm_stream(tokens, None)
+        hidden, _ = model.lm_stream(tokens.flip(-1), state)
+        targets = tokens.roll(-1, dims=1)
+    else:
+        tokens, mask = pad_batch([[5, 6, 7, 8, 9, 10], [11, 12], [13, 14, 15, 16]], 0)
+        hidden = model.lm_hidden(tokens, mask)[:, :-1]
+        targets = tokens.masked_fill(~mask, -100)
+    logits = F.linear(*model.output_layer(hidden))
+    loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
+    loss.backward()
+    return loss.detach(), [p.grad.clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("gate", ["soft", "hard"])
+def test_the_device_route_computes_the_cpu_routes_loss_gradients_and_statistics(stream: bool, gate: str) -> None:
+    """BatchNorm over the real positions by masked sums and the gates' cumulative product by its zero-safe
+    backward (the route a GPU takes) instead of selecting positions and torch's backward: the same loss,
+    gradients and running statistics to round-off (float64)."""
+    from depinduce.models.layers.kernels import device_route
+
+    model = tiny_model(dropout=0.0, idropout=0.0, rdropout=0.0, gate=gate).double()
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    cpu_loss, cpu_grads = _prpn_step(model, stream=stream)
+    cpu_state = {k: v.clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(start)
+    with device_route():
+        loss, grads = _prpn_step(model, stream=stream)
+    torch.testing.assert_close(loss, cpu_loss, rtol=1e-12, atol=0)
+    for got, want in zip(grads, cpu_grads):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-12)
+    for name, value in cpu_state.items():
+        torch.testing.assert_close(model.state_dict()[name], value, rtol=1e-12, atol=1e-12)
+    assert not torch.equal(cpu_state["parser.norm.running_mean"], start["parser.norm.running_mean"])
+
+
+def test_a_gpu_training_step_never_reads_the_host() -> None:
+    """Forward, loss and backward of the static-shape next-word step on the route a CUDA device takes:
+    no ``_local_scalar_dense`` or ``nonzero`` (a boolean selection) anywhere."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from depinduce.models.layers.kernels import device_route
+    from depinduce.training.objectives import NextWordLM
+    from depinduce.training.shapes import StaticLoss, pad_inputs
+
+    model = tiny_model().train()
+    tokens, mask = pad_batch([[5, 6, 7, 8, 9, 10], [11, 12], [13, 14, 15, 16]], 0)
+    inputs = pad_inputs("lm", NextWordLM(41).prepare(tokens, mask), 0, pad_rows=False)
+    step = StaticLoss(model, "lm", mask_index=1, boundary_index=model.boundary_index)
+    with device_route():
+        step(**inputs)[0].backward()
+        with profile(activities=[ProfilerActivity.CPU]) as profiler:
+            step(**inputs)[0].backward()
+    found = [e.name for e in profiler.events() if e.name in ("aten::_local_scalar_dense", "aten::nonzero")]
+    assert found == []

@@ -14,7 +14,7 @@ symbol for both roles, as in the Mikolov PTB language-model data, so a model tra
 Differences from the authors' code: the layers run one after the other over the whole sequence instead of all
 layers per time step (the same function: the gates do not depend on the hidden states), which lets each layer
 compute its input transformations for all positions at once; BatchNorm statistics cover real positions only, so
-padding never changes a result.  Switches: ``layer_norm`` (torch's by default, the authors' form as the paper
+padding never changes a result (on a GPU by masked sums, without a host sync: ``layers/masked_norm.py``).  Switches: ``layer_norm`` (torch's by default, the authors' form as the paper
 setting) and ``dropout_placement`` (the authors' by default).  The attention normaliser, the initialisation and
 the predict network's memory (h_(t−1) … h_(t−S), as the authors' code reads it) are the authors'.
 """
@@ -89,7 +89,8 @@ class PRPN(LinearOutputLayer, NextWordLMBackend, StreamingLMBackend):
 
     def _run(self, inputs: torch.Tensor, rows: torch.Tensor, state: StreamState | None
              ) -> tuple[torch.Tensor, StreamState]:
-        """Predict-network outputs (N, E) at the positions ``rows`` marks, and the state after the sequence."""
+        """Predict-network outputs (B, T, E) at the positions ``rows`` marks (zero elsewhere), and the state after
+        the sequence."""
         if self.training and inputs.device.type == "cpu" and torch.is_grad_enabled():
             release_free_heap()  # a training step starts here (layers/memory.py)
         config = self.config
@@ -126,9 +127,7 @@ class PRPN(LinearOutputLayer, NextWordLMBackend, StreamingLMBackend):
         start = tokens.new_full((batch, 1), self.boundary_index)
         inputs = torch.cat([start, tokens], dim=1)
         rows = torch.cat([mask.new_ones(batch, 1), mask], dim=1)
-        output, _ = self._run(inputs, rows, None)
-        hidden = output.new_zeros(*rows.shape, output.shape[-1])
-        return hidden.masked_scatter(rows.unsqueeze(-1), output)
+        return self._run(inputs, rows, None)[0]
 
     def lm_stream(self, tokens: torch.Tensor, state: list[torch.Tensor] | None
                   ) -> tuple[torch.Tensor, list[torch.Tensor]]:
@@ -136,7 +135,7 @@ class PRPN(LinearOutputLayer, NextWordLMBackend, StreamingLMBackend):
         the state to pass with the next chunk (``state`` None: the streams start here)."""
         rows = torch.ones_like(tokens, dtype=torch.bool)
         output, new_state = self._run(tokens, rows, None if state is None else StreamState.from_tensors(state))
-        return output.view(*tokens.shape, -1), [t.detach() for t in new_state.as_tensors()]
+        return output, [t.detach() for t in new_state.as_tensors()]
 
     def output_layer(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Dropout, then the output layer tied to the embedding: logits over the vocabulary and the boundary.

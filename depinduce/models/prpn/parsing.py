@@ -2,7 +2,8 @@
 stick-breaking gates that turn distances into soft "can word t still see word i" decisions.
 
 The convolution is written as a window gather plus one linear map over the real positions only, so BatchNorm's
-statistics never include padding and a sentence gets the same distances alone or in a padded batch.
+statistics never include padding and a sentence gets the same distances alone or in a padded batch (off the CPU's
+route: over every position, BatchNorm's statistics masked, ``layers/masked_norm.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from depinduce.models.layers.cumprod import cumprod_last
 from depinduce.models.layers.dropout import apply_dropout
+from depinduce.models.layers.kernels import plain_ops
+from depinduce.models.layers.masked_norm import masked_batch_norm
 
 
 class ParsingNetwork(nn.Module):
@@ -62,13 +66,21 @@ class ParsingNetwork(nn.Module):
         padded = apply_dropout(torch.cat([history, embedded], dim=1), self.dropout, self.training)  # (B, L+T, E)
         # windows[b, t] = tokens t−L .. t, oldest first: (B, T, E, L+1) → (B, T, (L+1)·E) in time-major order
         windows = padded.unfold(1, self.lookback + 1, 1).transpose(2, 3).reshape(batch, length, -1)
+        if plain_ops(embedded):  # every position, BatchNorm over the marked ones: no host read, a static shape
+            hidden = F.relu(masked_batch_norm(self.window(windows), rows, self.norm))
+            d, d_next = self._heads(apply_dropout(hidden, self.dropout, self.training))
+            zero = d.new_zeros(())
+            return torch.where(rows, d, zero), torch.where(rows, d_next, zero)
         hidden = F.relu(self.norm(self.window(windows[rows])))
-        hidden = apply_dropout(hidden, self.dropout, self.training)
-        d = torch.sigmoid(self.distance(hidden[:, : self.half])).squeeze(-1)
-        d_next = torch.sigmoid(self.next_distance(hidden[:, self.half :])).squeeze(-1)
+        d, d_next = self._heads(apply_dropout(hidden, self.dropout, self.training))
         distance = embedded.new_zeros(batch, length)
         next_distance = embedded.new_zeros(batch, length)
         return distance.masked_scatter(rows, d), next_distance.masked_scatter(rows, d_next)
+
+    def _heads(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        d = torch.sigmoid(self.distance(hidden[..., : self.half])).squeeze(-1)
+        d_next = torch.sigmoid(self.next_distance(hidden[..., self.half :])).squeeze(-1)
+        return d, d_next
 
 
 def stick_breaking_gates(query: torch.Tensor, distances: torch.Tensor, previous: torch.Tensor, *,
@@ -90,4 +102,4 @@ def stick_breaking_gates(query: torch.Tensor, distances: torch.Tensor, previous:
         alpha = (1.0 + diff).clamp(0.0, 1.0)
     else:
         alpha = torch.sigmoid(10.0 * diff + 5.0)
-    return alpha.cumprod(dim=-1)
+    return cumprod_last(alpha)

@@ -16,6 +16,8 @@ import torch
 from torch import nn
 
 from depinduce.models.layers.dropout import apply_dropout
+from depinduce.models.layers.kernels import plain_ops
+from depinduce.models.layers.masked_norm import masked_batch_norm
 from depinduce.models.prpn.norm import LayerNormKind, layer_norm
 
 # Added to the gated mass before renormalising, as the authors do: every slot can be closed (weight 0 everywhere).
@@ -153,7 +155,8 @@ class PredictNetwork(nn.Module):
 
     def forward(self, top: torch.Tensor, gates: torch.Tensor, rows: torch.Tensor, history: torch.Tensor | None
                 ) -> torch.Tensor:
-        """Predict-network outputs (N, O) for the N positions ``rows`` (B, T) marks, in row-major order.
+        """Predict-network outputs (B, T, O) at the positions ``rows`` (B, T) marks (zero elsewhere; BatchNorm's
+        statistics are theirs).
 
         ``top`` (B, T, H) are the top reading layer's outputs, ``gates`` (B, T, S) the predicting gates and
         ``history`` (B, S, H) the top-layer states before the first position, oldest first (None: zeros).
@@ -176,5 +179,10 @@ class PredictNetwork(nn.Module):
         weights = gated_attention(scores.gather(2, band), gates)
         spread = scores.new_zeros(scores.shape).scatter(2, band, weights)
         summary = torch.bmm(spread, padded)  # (B, T, H)
+        if plain_ops(top):  # every position, BatchNorm over the marked ones: no host read, a static shape
+            joined = apply_dropout(torch.cat([top, summary], dim=-1), self.dropout, self.training)
+            output = torch.tanh(masked_batch_norm(self.project(joined), rows, self.norm))
+            return output.masked_fill(~rows.unsqueeze(-1), 0.0)
         joined = apply_dropout(torch.cat([top[rows], summary[rows]], dim=-1), self.dropout, self.training)
-        return torch.tanh(self.norm(self.project(joined)))
+        output = torch.tanh(self.norm(self.project(joined)))
+        return output.new_zeros(batch, length, output.shape[-1]).masked_scatter(rows.unsqueeze(-1), output)
