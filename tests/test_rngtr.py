@@ -18,6 +18,7 @@ from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
 from depinduce.errors import DepinduceError, InputError
 from depinduce.io.conllu_format import read_conllu
+from depinduce.models.layers.kernels import device_route
 from depinduce.models.neural import pad_batch
 from depinduce.models.registry import load_model
 from depinduce.models.rngtr import RNGTr
@@ -637,3 +638,167 @@ def test_authors_final_decoder_sums_probabilities() -> None:
     with_self[1:, 1:] += torch.eye(3, dtype=torch.float64) * 0  # no-op on the -inf diagonal
     with_self[2, 2] = math.log(0.5)
     assert RNGTr.own_decoders["rngtr-mst"].decode(ParseScores(heads=with_self)) == [3, 1, 0]
+
+
+# ---------------------------------------------------------- the route a GPU takes: one host read a pass
+
+LABELS = TagVocab([f"U{i}" for i in range(6)], [f"L{i}" for i in range(5)])
+WORDS = Vocab([f"w{i}" for i in range(40)])
+
+
+def test_the_device_routes_relation_ids_are_the_cpu_routes() -> None:
+    """Dense one-hot ids (no ``nonzero``): the same integers, 2-cycles, negative heads and padding included."""
+    generator = torch.Generator().manual_seed(0)
+    lengths = torch.tensor([7, 3, 5, 1])
+    mask = torch.arange(7)[None] < lengths[:, None]
+    heads = torch.randint(-1, 8, (4, 7), generator=generator)
+    heads[0, :2] = torch.tensor([2, 1])  # words 1 and 2 head each other
+    labels = torch.randint(0, 5, (4, 7), generator=generator)
+    want = relation_ids(heads, labels, mask, 5)
+    with device_route():
+        got = relation_ids(heads, labels, mask, 5)
+    assert got.equal(want) and want[0, 1, 2] == labels[0, 0] + 1  # "j is i's head" wins in the 2-cycle
+
+
+def test_the_device_routes_graph_attention_is_the_formula() -> None:
+    """The dense relation terms equal the paper's formula and the sparse form; "no arc" gets no gradient."""
+    torch.manual_seed(0)
+    layer = GraphAttention(8, 2, 7, dropout=0.0).double()
+    with torch.no_grad():
+        layer.rel_k.weight[1:].normal_()
+        layer.rel_v.weight[1:].normal_()
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    relations = torch.randint(0, 7, (2, 5, 5))
+    cpu = layer(x, mask, relations)
+    cpu_grads = torch.autograd.grad(cpu.square().sum(), list(layer.parameters()))
+    with device_route():
+        dense = layer(x, mask, relations)
+        grads = torch.autograd.grad(dense.square().sum(), list(layer.parameters()))
+    torch.testing.assert_close(dense, cpu, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(dense.float(), _loop_attention(layer.float(), x.float(), mask, relations),
+                               rtol=1e-5, atol=1e-5)
+    for got, want in zip(grads, cpu_grads):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    assert grads[-2][0].eq(0).all() and grads[-1][0].eq(0).all()  # rel_k, rel_v row 0
+
+
+def test_the_device_routes_piece_relations_are_the_cpu_routes() -> None:
+    """Word relations moved onto first pieces by scatters: padding words (whose first piece reads 0) never
+    overwrite [CLS]'s relations."""
+    from depinduce.models.rngtr.encoder import dense_piece_relations
+
+    heads = torch.tensor([[2, 0, 2, 3], [0, 1, 0, 0]])
+    mask = torch.tensor([[True] * 4, [True, True, False, False]])
+    relations = relation_ids(heads, torch.tensor([[1, 0, 2, 3], [4, 1, 0, 0]]), mask, 5)
+    first = torch.tensor([[1, 3, 4, 6], [1, 2, 0, 0]])  # word w's first piece
+    where = torch.cat([torch.zeros((2, 1), dtype=torch.long), first], dim=1)
+    want = torch.zeros((2, 8, 8), dtype=torch.long)
+    for b, i, j in relations.nonzero().tolist():
+        want[b, where[b, i], where[b, j]] = relations[b, i, j]
+    assert dense_piece_relations(relations, where, mask, 8).equal(want)
+
+
+def _refiner(**overrides) -> RNGTr:
+    """A float64 RNGTr whose relation tables are small: its graphs settle, each sentence at its own pass."""
+    torch.manual_seed(0)
+    model = RNGTr(RNGTrConfig(**{**SMALL, "iterations": 3, **overrides}), WORDS, LABELS).double()
+    with torch.no_grad():
+        for name, p in model.network.named_parameters():
+            if "rel_" in name:
+                p.mul_(0.05)
+            elif p.dim() >= 2:
+                torch.nn.init.normal_(p, std=0.3)
+    return model.train()
+
+
+def _gold_batch(model: RNGTr, init: bool) -> dict[str, torch.Tensor]:
+    """Six sentences of 2 to 9 words; with ``init``, rows 0 and 2 start from the graph the model's no-graph pass
+    predicts (so they stop at pass 0), the others from another sentence's gold tree."""
+    generator = torch.Generator().manual_seed(1)
+    lengths = torch.tensor([9, 4, 7, 9, 2, 6])
+    mask = torch.arange(9)[None] < lengths[:, None]
+    drawn = (torch.rand((6, 9), generator=generator) * lengths[:, None]).long()
+    heads = (drawn + (drawn >= torch.arange(1, 10)).long()).masked_fill(~mask, 0)  # never the word itself
+    batch = {"tokens": torch.randint(4, len(WORDS), (6, 9), generator=generator).masked_fill(~mask, 0),
+             "mask": mask, "heads": heads,
+             "labels": torch.randint(0, 5, (6, 9), generator=generator).masked_fill(~mask, 0),
+             "upos": torch.randint(2, 8, (6, 9), generator=generator).masked_fill(~mask, 0)}
+    if init:
+        with torch.no_grad():
+            hidden = model.network.encode(batch["tokens"], batch["upos"], mask, None)
+            predicted = model.network._argmax_graph(hidden, model.network.arc(hidden, mask))
+        settled = torch.tensor([True, False, True, False, False, False])[:, None]
+        batch["init_heads"] = torch.where(settled, predicted[0], batch["heads"].flip(0)).masked_fill(~mask, -1)
+        batch["init_labels"] = torch.where(settled, predicted[1], batch["labels"])
+    return batch
+
+
+def _train_step(model: RNGTr, batch: dict[str, torch.Tensor]) -> list[tuple[torch.Tensor, ...]]:
+    """The objective's updates on ``batch`` (an SGD step after each, so a later pass of ``updates: per_pass``
+    reads updated weights): per update its loss, count, and every parameter's gradient (None: not used)."""
+    from depinduce.training.objectives import HeadsAndLabels
+
+    out = []
+    for update in HeadsAndLabels().updates(model, **batch):
+        model.zero_grad(set_to_none=True)
+        update.loss.backward()
+        out.append((update.loss.detach(), update.count, *(p.grad for p in model.parameters())))
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.grad is not None:
+                    p -= 0.1 * p.grad
+    return out
+
+
+@pytest.mark.parametrize(("overrides", "init"), [({}, False), ({}, True), ({"updates": "per_pass"}, False),
+                                                 ({"first_graph": "mst", "updates": "per_pass"}, True)])
+def test_the_device_route_trains_as_the_cpu_route_while_sentences_converge_apart(overrides: dict,
+                                                                                   init: bool) -> None:
+    """Off the CPU's route every pass runs on the whole batch and stopped sentences are masked out of the loss,
+    not dropped: the same losses, counts and gradients as the CPU's dropping schedule."""
+    model = _refiner(**overrides)
+    batch = _gold_batch(model, init)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    network_inputs = {k: v for k, v in batch.items() if k not in ("mask", "labels", "tokens", "heads")}
+    cpu_rows = [p.rows.tolist() for p in model.network.arc_label_logits(batch["tokens"], batch["mask"],
+                                                                          batch["heads"], **network_inputs)]
+    passes_run = [sum(r in rows for rows in cpu_rows) for r in range(6)]
+    assert len(set(passes_run)) > 1 and min(passes_run) < len(cpu_rows)  # the sentences stop at different passes
+    with device_route():
+        device_rows = [p.rows for p in model.network.arc_label_logits(batch["tokens"], batch["mask"],
+                                                                      batch["heads"], **network_inputs)]
+    assert [rows.nonzero().flatten().tolist() for rows in device_rows] == cpu_rows
+    want = _train_step(model, batch)
+    model.load_state_dict(state)
+    with device_route():
+        got = _train_step(model, batch)
+    assert len(got) == len(want) == (len(cpu_rows) if "updates" in overrides else 1)
+    for got_update, want_update in zip(got, want):
+        assert got_update[1].equal(want_update[1])
+        for a, b in zip(got_update[:1] + got_update[2:], want_update[:1] + want_update[2:]):
+            assert (a is None) == (b is None)
+            if b is not None:
+                torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10 * float(b.abs().max()))
+
+
+@pytest.mark.parametrize(("overrides", "init"), [({}, False), ({"first_graph": "mst", "updates": "per_pass"}, True)])
+def test_a_device_route_training_step_reads_the_host_at_most_once_a_pass(overrides: dict, init: bool) -> None:
+    """Reads (``_local_scalar_dense``, ``nonzero``: as ``scripts/count_ops.py`` counts them) of a training step's
+    forward passes, losses and backward: only each pass's "does another pass run?"."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from depinduce.training.objectives import HeadsAndLabels
+
+    model = _refiner(**overrides)
+    batch = _gold_batch(model, init)
+    with device_route():
+        passes = len(model.network.arc_label_logits(batch["tokens"], batch["mask"], batch["heads"],
+                                                    **{k: v for k, v in batch.items()
+                                                       if k not in ("mask", "labels", "tokens", "heads")}))
+        with profile(activities=[ProfilerActivity.CPU]) as profiler:
+            for update in HeadsAndLabels().updates(model, **batch):
+                model.zero_grad(set_to_none=True)
+                update.loss.backward()
+    found = [e.name for e in profiler.events() if e.name in ("aten::_local_scalar_dense", "aten::nonzero")]
+    assert passes > 1 and len(found) <= passes, found

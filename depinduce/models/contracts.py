@@ -135,7 +135,8 @@ class RefinerBackend(ObjectiveContract):
                          init_labels: torch.Tensor | None = None,
                          **pieces: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]]:
         """Per refinement pass: (arc (b, T, T+1), label logits (b, T, L) at the gold heads, the b batch rows still
-        refining, or None for all); arc column 0 = ROOT."""
+        refining as indices, or None for all, or — a pass over the whole batch, b = B — a (B,) boolean mask of the
+        rows still refining); arc column 0 = ROOT."""
 
 
 class LikelihoodBackend(ObjectiveContract):

@@ -43,6 +43,7 @@ from depinduce.errors import ModelError, RecipeError, UsageError
 from depinduce.models.contracts import (
     LikelihoodBackend, MaskedLMBackend, NextWordLMBackend, RefinerBackend, StreamingLMBackend, require_contract,
 )
+from depinduce.models.layers.kernels import on_cpu_route
 from depinduce.models.layers.output_loss import linear_cross_entropy, widened
 from depinduce.models.neural import LinearOutputLayer
 
@@ -269,6 +270,9 @@ class StreamLM(Objective):
 # ------------------------------------------------------------------------------------ supervised parsing
 
 
+_IGNORED = -100  # the target of a position the supervised loss leaves out (cross_entropy's ignore_index)
+
+
 class HeadsAndLabels(Objective):
     """Supervised heads + labels (RNGTr/SynTr): cross-entropy on each word's head and on its label at the gold
     head, at every refinement pass.  Batches come from :func:`~.gold_data.collate_gold`: ``heads`` (B, T) in 0..n
@@ -310,15 +314,29 @@ class HeadsAndLabels(Objective):
 
     def _pass_losses(self, model, *, tokens, mask, heads, labels, upos, init_heads=None, init_labels=None,
                      **pieces) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """(summed head + label NLL, tokens scored) of each pass, computed as the pass is run."""
+        """(summed head + label NLL, tokens scored) of each pass, computed as the pass is run.
+
+        ``rows`` may also be a (B,) boolean mask over a pass of the whole batch (the device route's static
+        passes): its tokens are those of the rows it marks.  Off the CPU's route the sums take every position,
+        the others ignored by the loss, rather than a boolean selection (which makes the host wait for the
+        device); the count stays on the device."""
         passes = model.arc_label_passes(tokens, mask, heads, upos=upos, init_heads=init_heads,
                                         init_labels=init_labels, **pieces)
         for arc, label, rows in passes:
-            m = mask if rows is None else mask[rows]
-            h = heads if rows is None else heads[rows]
-            lab = labels if rows is None else labels[rows]
-            nll = (F.cross_entropy(widened(arc[m]), h[m], reduction="sum")
-                   + F.cross_entropy(widened(label[m]), lab[m], reduction="sum"))
+            if rows is not None and rows.dtype == torch.bool:
+                m, h, lab = mask & rows[:, None], heads, labels
+            else:
+                m = mask if rows is None else mask[rows]
+                h = heads if rows is None else heads[rows]
+                lab = labels if rows is None else labels[rows]
+            if on_cpu_route(arc):
+                nll = (F.cross_entropy(widened(arc[m]), h[m], reduction="sum")
+                       + F.cross_entropy(widened(label[m]), lab[m], reduction="sum"))
+            else:
+                nll = (F.cross_entropy(widened(arc).flatten(0, 1), h.masked_fill(~m, _IGNORED).flatten(),
+                                       reduction="sum", ignore_index=_IGNORED)
+                       + F.cross_entropy(widened(label).flatten(0, 1), lab.masked_fill(~m, _IGNORED).flatten(),
+                                         reduction="sum", ignore_index=_IGNORED))
             yield nll, m.sum()
 
     def compute(self, model, **inputs):

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from depinduce.errors import ModelError
+from depinduce.models.layers.kernels import on_cpu_route
 from depinduce.models.rngtr.attention import Arcs, GraphAttention, graph_arcs
 from depinduce.models.rngtr.config import RNGTrConfig
 
@@ -67,7 +68,7 @@ class GraphEncoder(nn.Module):
         if self.piece_mode:
             if pieces is None:
                 raise ModelError("rngtr: a BERT-initialised encoder needs the word pieces of its input")
-            return self._pieces_forward(upos, relations, pieces)
+            return self._pieces_forward(upos, mask, relations, pieces)
         B, T = tokens.shape
         if T + 1 > self.config.max_positions:
             raise ModelError(f"rngtr: a sentence of {T} tokens exceeds max_positions "
@@ -78,12 +79,12 @@ class GraphEncoder(nn.Module):
             x = x + self.positions.weight[: T + 1]
         x = self.dropout(self.norm(x))
         full_mask = torch.cat([mask.new_ones((B, 1)), mask], dim=1)
-        arcs = None if relations is None else graph_arcs(relations)  # once for every layer
+        arcs = _layer_relations(relations)
         for layer in self.layers:
             x = layer(x, full_mask, arcs)
         return x
 
-    def _pieces_forward(self, upos: torch.Tensor, relations: torch.Tensor | None,
+    def _pieces_forward(self, upos: torch.Tensor, mask: torch.Tensor, relations: torch.Tensor | None,
                         pieces: dict[str, torch.Tensor]) -> torch.Tensor:
         ids, piece_mask, owner, first = (pieces["piece_ids"], pieces["piece_mask"], pieces["piece_word"],
                                          pieces["piece_first"])
@@ -97,11 +98,35 @@ class GraphEncoder(nn.Module):
         # word position w (0 = ROOT) -> its piece: [CLS] for ROOT, the first piece for a word
         where = torch.cat([first.new_zeros((B, 1)), first], dim=1)
         piece_relations = None
-        if relations is not None:
+        if relations is not None and on_cpu_route(relations):
             piece_relations = torch.zeros((B, P, P), dtype=relations.dtype, device=relations.device)
             b, i, j = relations.nonzero(as_tuple=True)
             piece_relations[b, where[b, i], where[b, j]] = relations[b, i, j]
-        arcs = None if piece_relations is None else graph_arcs(piece_relations)  # once for every layer
+        elif relations is not None:
+            piece_relations = dense_piece_relations(relations, where, mask, P)
+        arcs = _layer_relations(piece_relations)
         for layer in self.layers:
             x = layer(x, piece_mask, arcs)
         return x.gather(1, where[..., None].expand(-1, -1, x.shape[-1]))
+
+
+def _layer_relations(relations: torch.Tensor | None) -> torch.Tensor | Arcs | None:
+    """What every layer reads of a pass's graph: on the CPU's route its arcs, found once for all layers (a
+    ``nonzero``); off it the dense ids themselves (a ``nonzero`` would make the host wait for the device)."""
+    if relations is None or not on_cpu_route(relations):
+        return relations
+    return graph_arcs(relations)
+
+
+def dense_piece_relations(relations: torch.Tensor, where: torch.Tensor, mask: torch.Tensor,
+                          pieces: int) -> torch.Tensor:
+    """The word relations (B, T+1, T+1) moved onto the pieces (B, P, P) — ``where`` (B, T+1) is each word's
+    piece — by two scatters, with no host read.  Padding words (all of whose relations are 0) are sent to a
+    spare piece P that is cut off, so that they cannot overwrite ``[CLS]``, the piece their ``where`` names."""
+    B, N = where.shape
+    real = torch.cat([mask.new_ones((B, 1)), mask], dim=1)
+    target = torch.where(real, where, pieces)
+    rows = relations.new_zeros((B, pieces + 1, N)).scatter(1, target[:, :, None].expand(B, N, N), relations)
+    out = relations.new_zeros((B, pieces + 1, pieces + 1)).scatter(2, target[:, None, :].expand(B, pieces + 1, N),
+                                                                   rows)
+    return out[:, :pieces, :pieces]

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from depinduce.models.layers.kernels import on_cpu_route
 from depinduce.models.rngtr.attention import relation_ids
 from depinduce.models.rngtr.config import RNGTrConfig
 from depinduce.models.rngtr.decoders import probability_tree
@@ -37,7 +38,8 @@ class Pass(NamedTuple):
     """One refinement pass over the sentences still refining: ``rows`` (b,) their indices in the batch, their
     ``mask`` (b, T), ``hidden`` (b, T+1, H), ``arc`` scores (b, T, T+1), and ``stops`` (b,): the sentences whose
     refinement ends with this pass (all of them at the last pass), ``converged`` those of them whose graph no
-    longer changed."""
+    longer changed.  A static schedule (``_passes(static=True)``) runs every pass on the whole batch: b = B and
+    ``rows`` is a (B,) boolean mask of the sentences still refining (``stops`` and ``converged`` lie within it)."""
 
     index: int
     rows: torch.Tensor
@@ -50,7 +52,8 @@ class Pass(NamedTuple):
 
 class PassLogits(NamedTuple):
     """What the supervised objective reads of one pass: arc scores (b, T, T+1), label logits (b, T, L) at the
-    gold heads, and the b batch ``rows`` the pass ran on (the sentences not yet stopped)."""
+    gold heads, and the b batch ``rows`` the pass ran on (the sentences not yet stopped) — or, off the CPU's
+    route, scores of all B rows and ``rows`` a (B,) boolean mask of those not yet stopped."""
 
     arc: torch.Tensor
     label: torch.Tensor
@@ -93,13 +96,13 @@ class RNGTrNetwork(nn.Module):
     def _tree_graph(self, hidden: torch.Tensor, arc: torch.Tensor, mask: torch.Tensor) -> Graph:
         """The authors' MST graph (``first_graph: mst``): each sentence's tree by their decoder (probabilities,
         one-root heuristic), each word labelled under its tree head."""
-        log_probs = F.log_softmax(arc.detach().double(), dim=-1)
+        log_probs = F.log_softmax(arc.detach().double(), dim=-1).cpu()  # one transfer, not one per sentence
         heads = torch.zeros(arc.shape[:2], dtype=torch.long)
         for b, n in enumerate(mask.sum(dim=-1).tolist()):
             full = torch.full((n + 1, n + 1), float("-inf"), dtype=torch.float64)
-            full[1:] = log_probs[b, :n, : n + 1].cpu()
+            full[1:] = log_probs[b, :n, : n + 1]
             heads[b, :n] = torch.as_tensor(probability_tree(full))
-        heads = heads.to(arc.device)
+        heads = heads.to(arc.device, non_blocking=True)  # no stream sync; a pageable source is read at once
         return heads, self.label.at_heads(hidden, heads).argmax(dim=-1)
 
     @staticmethod
@@ -108,7 +111,8 @@ class RNGTrNetwork(nn.Module):
         return ((a[0] == b[0]) & (a[1] == b[1]) | ~mask).all(dim=-1)
 
     def _passes(self, tokens: torch.Tensor, upos: torch.Tensor, mask: torch.Tensor, init: Graph | None,
-                iterations: int | None = None, pieces: Pieces | None = None) -> Iterator[Pass]:
+                iterations: int | None = None, pieces: Pieces | None = None, *,
+                static: bool = False) -> Iterator[Pass]:
         """The refinement schedule, one :class:`Pass` at a time (``iterations`` overrides the configured T).
 
         Each pass runs on the sentences still refining.  Its ``stops`` are decided before it is yielded, from
@@ -116,17 +120,28 @@ class RNGTrNetwork(nn.Module):
         changes only what later passes compute — as the authors' trainer does.  A sentence stops when its graph
         after this pass equals its graph after the previous pass (the initial graph, for pass 0 with ``init``).
 
+        ``static`` (the training step off the CPU's route): every pass runs on the whole batch and the stopped
+        sentences are masked out of ``rows`` instead of dropped, since dropping them by a boolean index makes
+        the host wait for the device.  A sentence's pass does not depend on the other sentences (the encoder
+        and scorers work per sentence), so the passes compute what the dropping schedule computes; the host is
+        read once per pass, for whether another pass runs (more passes would mean more per-pass updates).
+
         ``first_graph: mst`` reproduces the authors' code: the first pass that reads a graph reads the previous
         pass's MST tree (not its argmax graph), and that first graph pass is summarised by its MST tree in the
         stop test (so it is compared with the argmax graph before it, and the next pass's argmax with it)."""
         last = self.config.iterations if iterations is None else iterations
         trees = self.config.first_graph == "mst"
         first_graph_pass = 0 if init is not None else 1
-        rows = torch.arange(tokens.shape[0], device=tokens.device)
+        B = tokens.shape[0]
+        rows = (torch.ones(B, dtype=torch.bool, device=tokens.device) if static
+                else torch.arange(B, device=tokens.device))
         graph, before = init, init  # the graph the next pass reads; the graph the stop test compares with
         for step in range(last + 1):
-            sub = {"tokens": tokens[rows], "upos": upos[rows], "mask": mask[rows]}
-            piece = None if pieces is None else {k: v[rows] for k, v in pieces.items()}
+            if static:
+                sub, piece = {"tokens": tokens, "upos": upos, "mask": mask}, pieces
+            else:
+                sub = {"tokens": tokens[rows], "upos": upos[rows], "mask": mask[rows]}
+                piece = None if pieces is None else {k: v[rows] for k, v in pieces.items()}
             hidden = self.encode(sub["tokens"], sub["upos"], sub["mask"], graph, piece)
             arc = self.arc(hidden, sub["mask"])
             converged = torch.zeros(len(rows), dtype=torch.bool, device=rows.device)
@@ -140,9 +155,23 @@ class RNGTrNetwork(nn.Module):
                                if trees and step == first_graph_pass else argmax)
                     if before is not None:
                         converged = self._same(before, summary, sub["mask"])
-            stops = converged | (step == last)
+            if static:
+                converged = converged & rows
+                stops = (converged | rows) if step == last else converged
+            else:
+                stops = converged | (step == last)
             yield Pass(step, rows, sub["mask"], hidden, arc, stops, converged)
-            if step == last or bool(stops.all()):
+            if step == last:
+                return
+            # with no graph to compare with (pass 0 without ``init``) no sentence can stop: nothing to read
+            may_stop = before is not None or B == 0
+            if static:
+                rows = rows & ~stops
+                if may_stop and not bool(rows.any()):
+                    return
+                graph, before = next_graph, summary
+                continue
+            if may_stop and bool(stops.all()):
                 return
             keep = ~stops
             rows = rows[keep]
@@ -153,12 +182,14 @@ class RNGTrNetwork(nn.Module):
                          upos: torch.Tensor, init_heads: torch.Tensor | None = None,
                          init_labels: torch.Tensor | None = None, **pieces: torch.Tensor) -> Iterator[PassLogits]:
         """The supervised objective's hook, one pass at a time: (arc (b, T, T+1), label logits (b, T, L) at the
-        gold ``heads``, the b batch rows the pass ran on).  Intermediate graphs are argmax (or MST) decisions,
-        so no gradient flows between passes."""
+        gold ``heads``, the b batch rows the pass ran on; off the CPU's route every row and a (B,) mask of those
+        still refining, see :meth:`_passes`).  Intermediate graphs are argmax (or MST) decisions, so no
+        gradient flows between passes."""
         init = None if init_heads is None else (init_heads, init_labels if init_labels is not None
                                                 else torch.zeros_like(init_heads))
-        for p in self._passes(tokens, upos, mask, init, pieces=pieces or None):
-            yield PassLogits(p.arc, self.label.at_heads(p.hidden, heads[p.rows]), p.rows)
+        static = not on_cpu_route(tokens)  # off the CPU's route: whole-batch passes, no host read but one a pass
+        for p in self._passes(tokens, upos, mask, init, pieces=pieces or None, static=static):
+            yield PassLogits(p.arc, self.label.at_heads(p.hidden, heads if static else heads[p.rows]), p.rows)
 
     def arc_label_logits(self, tokens: torch.Tensor, mask: torch.Tensor, heads: torch.Tensor, *,
                          upos: torch.Tensor, init_heads: torch.Tensor | None = None,
