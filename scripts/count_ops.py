@@ -29,12 +29,13 @@ backward (UDGN's parser).
 
 Two routes (``--route``): ``cpu``, what a step on the CPU runs (its oneDNN linear maps, custom autograd
 Functions, bit-packed dropout masks, the LSTM one direction at a time), and ``device``, the route a CUDA
-device takes, run on the CPU (``depinduce.models.layers.kernels.device_route``: torch's own ops, dropout and
-packed LSTM): the ops a GPU step dispatches, counted without a GPU.  The top-level ops of the device route are
-the GPU's; some of its nested events are the CPU's way of running them: torch's foreach and fused optimiser
-ops, which CUDA runs as a few multi-tensor kernels, loop over the tensors on the CPU, ``dropout`` draws and
-scales in several ops there, and an LSTM over a packed batch runs step by step (one cuDNN call per layer on
-CUDA); ``--device cuda`` counts on the GPU itself.
+device takes, run on the CPU (``depinduce.models.layers.kernels.device_route``: torch's own ops and dropout;
+the LSTM one direction at a time there too unless ``DEPINDUCE_LSTM_ROUTE=packed``): the ops a GPU step
+dispatches, counted without a GPU.  The top-level ops of the device route are the GPU's; some of its nested
+events are the CPU's way of running them: torch's foreach and fused optimiser ops, which CUDA runs as a few
+multi-tensor kernels, loop over the tensors on the CPU, ``dropout`` draws and scales in several ops there, and an
+LSTM runs step by step (one cuDNN call per layer and direction on CUDA); ``--device cuda`` counts on the GPU
+itself.
 
 "CPU-only": the nested events that only the CPU's way of running an op adds (below a foreach or fused
 optimiser op, below ``dropout`` but its ``native_dropout``, a Python number's cast, an RNN's step loop; see

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # GPU figures in one go (about 8 minutes on an H100/H200 with the defaults), printed as ONE table, in this order:
-#   1. ops per step on the GPU (scripts/count_ops.py), UDGN's LSTM packed and per direction;
+#   1. ops per step on the GPU (scripts/count_ops.py), UDGN's LSTM per direction (the default) and packed;
 #   2. the authors' code beside depinduce at fp32, TF32 off on both sides (scripts/bench_authors.py; when their
 #      checkouts are given);
 #   3. training tokens/s of the paper networks at the recipes' 4,096-token batch for precision fp32/tf32/bf16,
-#      eager, over every batch shape (scripts/bench_train.py), and UDGN with its LSTM per direction;
+#      eager, over every batch shape (scripts/bench_train.py), and UDGN with its LSTM packed;
 #   4. end-to-end `depinduce train --recipe MODEL-ptb` as it ships, and StructFormer's under GPU_CHECK_FAST
 #      (each run's tokens read / its seconds in training steps, from metrics.jsonl);
 #   5. compiled steps last: on the most frequent batch shape(s), each compiled before the clock starts (the
@@ -28,7 +28,9 @@
 #                                training command (default 90)
 #   GPU_CHECK_FAST               --set values of the extra StructFormer run (default "precision=bf16"; empty: none)
 #   GPU_CHECK_FAST_MODELS        backends given that run (default "structformer")
-#   GPU_CHECK_COMPILE_MODELS     backends with compiled cells (default "structformer udgn"; empty: none)
+#   GPU_CHECK_COMPILE_MODELS     backends with compiled cells (default "structformer udgn"; empty: none); PRPN
+#                                compiles too, in fp32/tf32 only and with its per-word loop unrolled in the trace:
+#                                GPU_CHECK_MODELS=prpn GPU_CHECK_COMPILE_MODELS=prpn GPU_CHECK_COMPILE_PRECISIONS=tf32
 #   GPU_CHECK_COMPILES           compile modes (default "cudagraphs": captured eager kernels, traced in seconds;
 #                                "reduce-overhead" and "default" run inductor, over 90 s a shape on an H200 host)
 #   GPU_CHECK_COMPILE_PRECISIONS precisions of the compiled cells (default "bf16")
@@ -129,13 +131,13 @@ if [ -f scripts/count_ops.py ]; then
   else
     note "-" "ops per step" "-" "-" "count_ops.py failed: $(grep -v -e "^USDT" -e "^\s*$" "$WORK/ops.err" | tail -1)"
   fi
-  case " $MODELS " in *" udgn "*)  # UDGN's LSTM one direction at a time (the CPU's route) instead of packed
-    if DEPINDUCE_LSTM_ROUTE=per-direction timeout "$LIMIT" "$PY" scripts/count_ops.py --device "$DEVICE" --route device --models udgn \
+  case " $MODELS " in *" udgn "*)  # UDGN's LSTM packed instead of one direction at a time (the default)
+    if DEPINDUCE_LSTM_ROUTE=packed timeout "$LIMIT" "$PY" scripts/count_ops.py --device "$DEVICE" --route device --models udgn \
         >"$WORK/ops-lstm.txt" 2>"$WORK/ops-lstm.err"; then
       tail -n +2 "$WORK/ops-lstm.txt" | while IFS= read -r line; do
-        [ -n "$line" ] && note "-" "ops per step, LSTM per direction" "-" "-" "$line"; done
+        [ -n "$line" ] && note "-" "ops per step, LSTM packed" "-" "-" "$line"; done
     else
-      note "-" "ops per step, LSTM per direction" "-" "-" "failed or over limit: $(tail -1 "$WORK/ops-lstm.err")"
+      note "-" "ops per step, LSTM packed" "-" "-" "failed or over limit: $(tail -1 "$WORK/ops-lstm.err")"
     fi;;
   esac
 else
@@ -188,8 +190,8 @@ for model in $MODELS; do
     cell "$model" "$precision" off "bench_train.py step, every batch"
   done
 done
-case " $MODELS " in *" udgn "*)  # UDGN's LSTM one direction at a time beside its packed default, fp32 eager
-  DEPINDUCE_LSTM_ROUTE=per-direction cell udgn fp32 off "bench_train.py step, LSTM per direction";;
+case " $MODELS " in *" udgn "*)  # UDGN's LSTM packed beside its default (one direction at a time), fp32 eager
+  DEPINDUCE_LSTM_ROUTE=packed cell udgn fp32 off "bench_train.py step, LSTM packed";;
 esac
 
 # 4. end to end: `depinduce train` with the paper recipe as it ships, then StructFormer's under FAST_SETS

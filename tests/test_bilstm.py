@@ -64,8 +64,8 @@ def test_swap_time_reverses_each_sentence_within_its_length_both_ways() -> None:
 
 @pytest.mark.parametrize("route", ["", "packed", "per-direction"])
 def test_udgns_lstm_routes_compute_the_same_states(route: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``DEPINDUCE_LSTM_ROUTE`` (unset: packed on CUDA, one direction at a time on the CPU) chooses how the
-    parser's BiLSTM runs on every device; the states at real positions and the gradients are the same."""
+    """``DEPINDUCE_LSTM_ROUTE`` (unset: one direction at a time, on every device) chooses how the parser's
+    BiLSTM runs; the states at real positions and the gradients are the same."""
     torch.manual_seed(0)
     lstm = BiLSTM(6, 5, 2, dropout=0.0).train()
     x = torch.randn(3, 7, 6)
@@ -76,14 +76,14 @@ def test_udgns_lstm_routes_compute_the_same_states(route: str, monkeypatch: pyte
         with switch(), profile(activities=[ProfilerActivity.CPU]) as profiler:
             states = lstm(x, mask)
         packed = any(e.name == "aten::_pack_padded_sequence" for e in profiler.events())
-        assert packed == (route == "packed" or (route == "" and switch is device_route))
+        assert packed == (route == "packed")
         torch.testing.assert_close(states[mask], reference[mask], rtol=1e-5, atol=1e-6)
 
 
 def test_an_unknown_lstm_route_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DEPINDUCE_LSTM_ROUTE", "fast")
     with pytest.raises(UsageError, match=r"^DEPINDUCE_LSTM_ROUTE='fast': expected packed or per-direction "
-                                         r"\(or unset: packed on CUDA, per direction on the CPU\)$"):
+                                         r"\(or unset: per direction\)$"):
         BiLSTM(4, 3, 1, dropout=0.0)(torch.zeros(1, 2, 4), torch.ones(1, 2, dtype=torch.bool))
 
 

@@ -117,14 +117,14 @@ def test_udgns_cached_pair_tables_serve_training_after_inference_mode() -> None:
         assert torch.isfinite(loss) and all(torch.isfinite(g).all() for g in grads)
 
 
-@pytest.mark.parametrize(("name", "lstm_route", "reads"), [("structformer", "", 1), ("udgn", "per-direction", 0),
+@pytest.mark.parametrize(("name", "lstm_route", "reads"), [("structformer", "", 1), ("udgn", "", 0),
                                                            ("udgn", "packed", 2)])
 def test_a_gpu_step_on_static_shapes_reads_the_host_only_where_documented(name: str, lstm_route: str, reads: int,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The forward pass, loss and backward on the route a CUDA device takes, the batch padded to a static shape
     (the masked rows gathered by index): StructFormer reads one number (whether a sentence needs its exact
     float64 fallback; on the device under ``compile``), UDGN's packed LSTM two (the lengths it packs by), its
-    LSTM one direction at a time none.  Reads: ``_local_scalar_dense`` and ``nonzero`` (boolean indexing)."""
+    LSTM one direction at a time (the default) none.  Reads: ``_local_scalar_dense`` and ``nonzero`` (boolean indexing)."""
     from torch.profiler import ProfilerActivity, profile
 
     from depinduce.models.neural import pad_batch

@@ -13,9 +13,9 @@ attention core looped over the heads), 969 after, 961 now; UDGN 2 × 32 with 4 h
 now.  The bounds sit between.
 
 The route a CUDA device takes (``kernels.device_route``: torch's own ops), counted the same way on the CPU:
-StructFormer 716, UDGN 374 with its LSTM one direction at a time (``DEPINDUCE_LSTM_ROUTE=per-direction``: over a
-packed batch torch's CPU LSTM runs step by step, 1,691 ops, where CUDA makes one cuDNN call per layer).  The
-bounds leave about a tenth of room.
+StructFormer 716, UDGN 374 with its LSTM one direction at a time (the default on every device;
+``DEPINDUCE_LSTM_ROUTE=packed``: over a packed batch torch's CPU LSTM runs step by step, 1,691 ops, where CUDA
+makes one cuDNN call per layer).  The bounds leave about a tenth of room.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def test_a_training_step_dispatches_few_ops(name: str, build, bound: int, monkey
 @pytest.mark.parametrize(("name", "build", "bound"), [("structformer", structformer, 790), ("udgn", udgn, 410)])
 def test_the_route_a_gpu_takes_dispatches_few_ops(name: str, build, bound: int,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DEPINDUCE_LSTM_ROUTE", "per-direction")  # see the module docstring
+    monkeypatch.delenv("DEPINDUCE_LSTM_ROUTE", raising=False)  # the default: per direction
     torch.manual_seed(0)
     with device_route():
         ops = step_ops(build())

@@ -7,18 +7,21 @@ On the CPU each layer and direction runs as its own unidirectional LSTM over the
 right-to-left direction over each sentence reversed within its length: the outputs at real positions are those
 of the packed sequence (to float rounding), but torch runs unpacked CPU LSTMs through oneDNN, about twice as fast
 as its loop over a packed sequence, and issues a few ops per layer where packing and unpacking issue a few per
-distinct length and time step.  So it is on every device while ``torch.compile`` traces (``train.compile``):
-packing reads the lengths on the host and has a shape the data decide, which would break the compiled graph (on
-CUDA, cuDNN then copies each layer's and direction's weights into a buffer of their own per call, and torch says
-once that they are not one contiguous chunk).  Otherwise, on CUDA, the packed sequence goes through the
-``nn.LSTM`` itself, by default: which of the two is faster on a GPU has not been measured yet;
-``DEPINDUCE_LSTM_ROUTE=per-direction`` (or ``packed``) chooses for every device, so that
-``scripts/gpu_check.sh`` measures both.  Outputs at padding positions are unspecified.
+distinct length and time step.  It is the route on every device by default: on CUDA, packing reads the lengths
+on the host (the step waits for the device) and issues a few hundred ops a step where one direction at a time
+issues far fewer (3,258 against 3,081 aten events a UDGN step, measured on an H200: docs/results/
+2026-11-27-gpu-check-h200.md), and under ``torch.compile`` (``train.compile``) a shape the data decide would break
+the compiled graph.  On CUDA cuDNN copies each layer's and direction's weights into a buffer of their own per call
+(a few MB; torch's warning that they are not one contiguous chunk is expected and silenced here).
+``DEPINDUCE_LSTM_ROUTE=packed`` runs the packed sequence through the ``nn.LSTM`` itself instead (never while
+``torch.compile`` traces), so that ``scripts/gpu_check.sh`` times both.  Outputs at padding positions are
+unspecified.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import torch
@@ -84,8 +87,8 @@ def _packs(x: torch.Tensor) -> bool:
     route = os.environ.get(LSTM_ROUTE_VARIABLE, "").strip().lower()
     if route not in ("", "packed", "per-direction"):
         raise UsageError(f"{LSTM_ROUTE_VARIABLE}={route!r}: expected packed or per-direction "
-                         "(or unset: packed on CUDA, per direction on the CPU)")
-    return route == "packed" or (not route and not on_cpu_route(x))
+                         "(or unset: per direction)")
+    return route == "packed"
 
 
 def bidirectional_states(lstm: nn.LSTM, x: torch.Tensor, mask: torch.Tensor, *, dropout: float = 0.0,
@@ -127,7 +130,11 @@ def _direction(lstm: nn.LSTM, x: torch.Tensor, zeros: torch.Tensor, layer: int, 
     kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
     params = [getattr(lstm, f"{kind}_l{layer}{suffix}") for kind in kinds]
     # (input, (h0, c0), params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-    return torch.lstm(x, (zeros, zeros), params, True, 1, 0.0, lstm.training, False, True)[0]
+    if x.device.type != "cuda":
+        return torch.lstm(x, (zeros, zeros), params, True, 1, 0.0, lstm.training, False, True)[0]
+    with warnings.catch_warnings():  # cuDNN copies one direction's weights: expected (module docstring)
+        warnings.filterwarnings("ignore", message="RNN module weights are not part of single contiguous chunk")
+        return torch.lstm(x, (zeros, zeros), params, True, 1, 0.0, lstm.training, False, True)[0]
 
 
 class BiLSTM(nn.Module):
