@@ -29,8 +29,9 @@
 #   GPU_CHECK_FAST               --set values of the extra StructFormer run (default "precision=bf16"; empty: none)
 #   GPU_CHECK_FAST_MODELS        backends given that run (default "structformer")
 #   GPU_CHECK_COMPILE_MODELS     backends with compiled cells (default "structformer udgn"; empty: none); PRPN
-#                                compiles too, in fp32/tf32 only and with its per-word loop unrolled in the trace:
-#                                GPU_CHECK_MODELS=prpn GPU_CHECK_COMPILE_MODELS=prpn GPU_CHECK_COMPILE_PRECISIONS=tf32
+#                                and the Probabilistic Transformer compile too, in fp32/tf32 only (PRPN's per-word
+#                                loop unrolled in the trace): GPU_CHECK_MODELS="prpn probformer"
+#                                GPU_CHECK_COMPILE_MODELS="prpn probformer" GPU_CHECK_COMPILE_PRECISIONS=tf32
 #   GPU_CHECK_COMPILES           compile modes (default "cudagraphs": captured eager kernels, traced in seconds;
 #                                "reduce-overhead" and "default" run inductor, over 90 s a shape on an H200 host)
 #   GPU_CHECK_COMPILE_PRECISIONS precisions of the compiled cells (default "bf16")

@@ -39,10 +39,12 @@ TINY = {
              "parser_hidden_size": 16, "dropout": 0.0, "dropatt": 0.0},
     "prpn": {"emb_size": 12, "hidden_size": 16, "n_layers": 2, "n_slots": 4, "lookback": 2, "dropout": 0.0,
              "idropout": 0.0, "rdropout": 0.0},
+    "probformer": {"d": 8, "n_channels": 3, "n_iter": 3, "rank": 4, "distance_threshold": 2, "dropout": 0.0,
+                   "ternary_l2": 5e-4},
 }
 MLM = objective_for("mlm", mask_rate=0.3, vocab_size=len(VOCAB))
 LM = objective_for("lm", mask_rate=0.0, vocab_size=len(VOCAB))  # PRPN's: sentence by sentence
-OBJECTIVE = {"structformer": "mlm", "udgn": "mlm", "prpn": "lm"}
+OBJECTIVE = {"structformer": "mlm", "udgn": "mlm", "prpn": "lm", "probformer": "mlm"}
 needs_compiler = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
                                     reason="inductor compiles C++ on the CPU and no C compiler (gcc/cc) is here")
 
@@ -62,12 +64,12 @@ def test_compile_is_a_validated_setting_and_off_by_default() -> None:
 
 
 def test_compile_is_refused_in_one_line_where_it_is_not_checked() -> None:
-    check_compile("off", "probformer")
+    check_compile("off", "cpcfg")
     check_compile("default", "structformer")
     check_compile("cudagraphs", "prpn")
-    with pytest.raises(RecipeError, match=r"^train.compile: model 'probformer' is not checked under torch.compile "
-                                          r".*structformer, udgn, prpn only\); set compile: off$"):
-        check_compile("reduce-overhead", "probformer")
+    with pytest.raises(RecipeError, match=r"^train.compile: model 'cpcfg' is not checked under torch.compile "
+                                          r".*structformer, udgn, prpn, probformer only\); set compile: off$"):
+        check_compile("reduce-overhead", "cpcfg")
     model = TinyMLM(TinyConfig(), VOCAB)
     with pytest.raises(RecipeError, match=r"^train.compile runs the step on static shapes, which static_shapes: "
                                           r"off turns off; set compile: off or static_shapes: auto$"):
@@ -156,7 +158,8 @@ def test_twenty_steps_under_compile_cudagraphs_match_eager(one_thread) -> None:
 
 @pytest.mark.parametrize("name, options", [("structformer", {"margin": "batch", "dropout": 0.1, "dropatt": 0.1}),
                                            ("udgn", {"dropout": 0.2, "dropatt": 0.1}),
-                                           ("prpn", {"dropout": 0.2, "idropout": 0.2, "rdropout": 0.1})])
+                                           ("prpn", {"dropout": 0.2, "idropout": 0.2, "rdropout": 0.1}),
+                                           ("probformer", {"dropout": 0.15, "recompute": True})])
 def test_the_steps_graphs_hold_nothing_cuda_graphs_refuse(name: str, options: dict, one_thread) -> None:
     """What torch checks before it captures a graph (``reduce-overhead``, ``cudagraphs``), checked on the route a
     CUDA device takes: no op that CUDA graphs cannot replay (host reads, data-dependent shapes) and no input the
@@ -243,12 +246,15 @@ def _route(route: str):
 @pytest.mark.parametrize("route", ["cpu", "device"])
 @pytest.mark.parametrize("name, options", [("structformer", {"margin": "batch", "dropout": 0.1, "dropatt": 0.1}),
                                            ("udgn", {"dropout": 0.2, "dropatt": 0.1}),
-                                           ("prpn", {"dropout": 0.2, "idropout": 0.2, "rdropout": 0.1})])
+                                           ("prpn", {"dropout": 0.2, "idropout": 0.2, "rdropout": 0.1}),
+                                           ("probformer", {"dropout": 0.15, "recompute": True}),
+                                           ("probformer", {"dropout": 0.15, "root": True})])
 def test_the_backends_forward_and_loss_trace_without_graph_breaks(name: str, options: dict, route: str,
                                                                    one_thread) -> None:
     """With the paper recipes' options that matter here: StructFormer's batch margin, dropout everywhere; on the
     CPU's route and on the route a CUDA device takes (PRPN's BatchNorm over real positions by masked sums, not
-    a selection whose size the data decide)."""
+    a selection whose size the data decide); the Probabilistic Transformer with its recipe's ``recompute`` and
+    with ``root``."""
     with _route(route):
         explained = _explained(_backend(name, **options), OBJECTIVE[name])
     assert explained.graph_break_count == 0, [str(b.reason)[:200] for b in explained.break_reasons]
@@ -318,7 +324,7 @@ def _eager_and_compiled(model: torch.nn.Module, mode: str, backend: str, objecti
 
 
 @pytest.mark.parametrize("route", ["cpu", "device"])
-@pytest.mark.parametrize("name", ["structformer", "udgn", "prpn"])
+@pytest.mark.parametrize("name", ["structformer", "udgn", "prpn", "probformer"])
 def test_twenty_compiled_steps_match_twenty_eager_steps(name: str, route: str, one_thread) -> None:
     """Through AOTAutograd (forward and backward graphs, as inductor gets them): the same losses over 20 steps
     and the same first gradients, to round-off, on either route."""

@@ -32,7 +32,7 @@ Log = Callable[[str], None]
 RECOMPILE_LIMIT = 64
 # Backends whose forward and loss trace whole (no graph break) and whose compiled steps match eager ones
 # (tests/test_compile_step.py); the others refuse ``train.compile`` rather than train unchecked.
-COMPILE_CHECKED = ("structformer", "udgn", "prpn")
+COMPILE_CHECKED = ("structformer", "udgn", "prpn", "probformer")
 
 
 def check_compile(mode: str, model_name: str) -> None:

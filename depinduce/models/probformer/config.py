@@ -45,7 +45,7 @@ class ProbFormerConfig:
     ``recompute`` is an implementation choice, not a hyperparameter, and leaves the results unchanged: each
     iteration's intermediate tensors (the rank projections, about 4·2(t+1)·C·rank floats per token) are recomputed
     in backward from the iteration's input instead of being kept for all ``n_iter`` iterations, for one more
-    forward pass.
+    forward pass.  Under ``train.compile`` it is left to the compiler, which partitions forward and backward itself.
     """
 
     d: int = 384

@@ -184,7 +184,10 @@ class MeanField(nn.Module):
         weights = self.factors.weights()
         root_tensor = self.root_factor.tensor() if self.root_factor is not None else None
         q_root = x.new_zeros(batch, config.root_labels) if root_tensor is not None else None  # softmax: uniform
-        recompute = config.recompute and self.training and torch.is_grad_enabled() and not record
+        # under train.compile the compiler's partition of the graph decides what backward keeps: a checkpoint's
+        # saved random state (dropout) would keep the step out of CUDA graphs
+        recompute = (config.recompute and self.training and torch.is_grad_enabled() and not record
+                     and not torch.compiler.is_compiling())
         q_z = x
         trace: list[dict[str, torch.Tensor]] = []
         heads = root = None
