@@ -44,7 +44,7 @@ from depinduce.models.contracts import (
     LikelihoodBackend, MaskedLMBackend, NextWordLMBackend, RefinerBackend, StreamingLMBackend, require_contract,
 )
 from depinduce.models.layers.kernels import on_cpu_route
-from depinduce.models.layers.output_loss import linear_cross_entropy, widened
+from depinduce.models.layers.output_loss import IGNORE, linear_cross_entropy, widened
 from depinduce.models.neural import LinearOutputLayer
 
 
@@ -270,9 +270,6 @@ class StreamLM(Objective):
 # ------------------------------------------------------------------------------------ supervised parsing
 
 
-_IGNORED = -100  # the target of a position the supervised loss leaves out (cross_entropy's ignore_index)
-
-
 class HeadsAndLabels(Objective):
     """Supervised heads + labels (RNGTr/SynTr): cross-entropy on each word's head and on its label at the gold
     head, at every refinement pass.  Batches come from :func:`~.gold_data.collate_gold`: ``heads`` (B, T) in 0..n
@@ -333,10 +330,10 @@ class HeadsAndLabels(Objective):
                 nll = (F.cross_entropy(widened(arc[m]), h[m], reduction="sum")
                        + F.cross_entropy(widened(label[m]), lab[m], reduction="sum"))
             else:
-                nll = (F.cross_entropy(widened(arc).flatten(0, 1), h.masked_fill(~m, _IGNORED).flatten(),
-                                       reduction="sum", ignore_index=_IGNORED)
-                       + F.cross_entropy(widened(label).flatten(0, 1), lab.masked_fill(~m, _IGNORED).flatten(),
-                                         reduction="sum", ignore_index=_IGNORED))
+                nll = (F.cross_entropy(widened(arc).flatten(0, 1), h.masked_fill(~m, IGNORE).flatten(),
+                                       reduction="sum", ignore_index=IGNORE)
+                       + F.cross_entropy(widened(label).flatten(0, 1), lab.masked_fill(~m, IGNORE).flatten(),
+                                         reduction="sum", ignore_index=IGNORE))
             yield nll, m.sum()
 
     def compute(self, model, **inputs):

@@ -24,10 +24,9 @@ import torch
 import torch.nn.functional as F
 
 from depinduce.errors import RecipeError
-from depinduce.models.layers.output_loss import widened
+from depinduce.models.layers.output_loss import IGNORE, widened
 from depinduce.models.neural import LinearOutputLayer
 
-IGNORE = -100  # cross_entropy's ignore_index: a padded target
 # The static-shape inputs of one masked-LM batch (or of one loss_chunks run, as KEY_i)
 _MLM_KEYS = ("tokens", "mask", "masked", "positions", "targets")
 

@@ -31,6 +31,7 @@ from depinduce.models.layers.kernels import (autocast_off, fold_rows, linear_bac
 
 # Rows of logits turned into gradients at a time: bounds the float32 scratch under bfloat16 (rows × vocabulary).
 _CHUNK_ROWS = 64
+IGNORE = -100  # cross_entropy's ignore_index: a target the loss leaves out (padding, a word not scored)
 
 
 def widened(scores: torch.Tensor) -> torch.Tensor:
