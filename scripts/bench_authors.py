@@ -61,6 +61,27 @@ SHARED_DEFAULTS: dict[str, dict[str, Any]] = {
     "probformer": {},  # each configuration's own dropout (paper 0.15, cpu 0), on both sides
 }
 
+# Sizes the authors' constructors derive from the width instead of taking them: on both sides they follow
+# ``hidden_size`` (so that ``--set hidden_size=…`` alone compares networks of one size).
+TIED: dict[str, dict[str, tuple[Any, str]]] = {
+    "structformer": {"ff_size": (lambda c: 4 * c["hidden_size"],
+                                 "the authors' StructFormer makes its feed-forward layers 4 × hidden_size wide")},
+    "udgn": {"parser_hidden_size": (lambda c: c["hidden_size"],
+                                    "the authors' UDGN makes its parser LSTM as wide as hidden_size (emb_size)")},
+}
+
+
+def shared_config(model: str, name: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The configuration both sides build: ``name``'s shapes, the shared regularisation, ``overrides`` (``--set``),
+    the sizes in ``TIED`` following the width; exits naming the key when an override unties one."""
+    shared = {**CONFIGS[model][name], **SHARED_DEFAULTS[model], **overrides}
+    for key, (follows, why) in TIED.get(model, {}).items():
+        if key not in overrides:
+            shared[key] = follows(shared)
+        if shared[key] != follows(shared):
+            sys.exit(f"--set {key}: {why}; set hidden_size alone")
+    return shared
+
 
 def authors_step_function(model_name: str, config: dict[str, Any], authors: Path,
                           device: str = "cpu") -> tuple[Any, Any]:
@@ -275,12 +296,11 @@ def main() -> None:
                         args.steps, args.batch_tokens, args.seed, args.precision, args.device)
         print(json.dumps(result))
         return
-    table = CONFIGS[args.model]
     names = chosen_configs(args.model, args.configs)
     shared_overrides = parse_sets(args.set)
     ours_overrides = parse_sets(args.depinduce_set)
     for name in names:
-        shared = {**table[name], **SHARED_DEFAULTS[args.model], **shared_overrides}
+        shared = shared_config(args.model, name, shared_overrides)
         configs = {"depinduce": {**shared, **ours_overrides}, "authors": shared}
         runs: dict[str, list[dict[str, Any]]] = {"depinduce": [], "authors": []}
         for round_index in range(args.rounds):
@@ -306,6 +326,10 @@ def main() -> None:
                 **{key: measured[0][key] for key in ("tf32_matmul", "tf32_cudnn") if key in measured[0]},
                 "parameters_m": round(measured[0]["parameters_m"], 2),
             }
+        if summary["depinduce"]["parameters_m"] != summary["authors"]["parameters_m"]:
+            print(f"{name}: the two networks differ in size ({summary['depinduce']['parameters_m']} M parameters "
+                  f"against {summary['authors']['parameters_m']} M): the ratios compare unlike networks",
+                  file=sys.stderr)
         memory = "peak_gpu_gb" if "peak_gpu_gb" in summary["depinduce"] else "peak_rss_gb"
         summary["speed_ratio"] = round(summary["depinduce"]["tokens_per_s"] / summary["authors"]["tokens_per_s"], 2)
         summary["memory_ratio"] = round(summary["depinduce"][memory] / summary["authors"][memory], 2)

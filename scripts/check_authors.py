@@ -53,6 +53,7 @@ import numpy as np
 import torch
 
 from depinduce.data.vocab import Vocab
+from depinduce.models.layers.kernels import device_route
 
 F64 = torch.float64
 PAD, MASK = Vocab.pad_index, Vocab.mask_index
@@ -390,14 +391,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sentences", type=int, default=200, help="random score matrices per decoder")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tolerance", type=float, default=1e-12)
+    parser.add_argument("--route", choices=("cpu", "device"), default="cpu",
+                        help="depinduce's kernels: the CPU's own (default) or the route a CUDA device takes, "
+                             "run on the CPU (torch's own ops and dropout, static-shape forms)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     adapter = ADAPTERS[args.model](args.authors.resolve())
     tables: dict[str, StageTable] = {}
-    for draw in range(args.draws):
-        run_draw(adapter, args.seed + draw, tables)
-    print(f"{args.model}: depinduce vs the authors' code at {args.authors}, float64, {args.draws} draws; "
-          "largest absolute difference per stage")
+    with device_route() if args.route == "device" else contextlib.nullcontext():
+        for draw in range(args.draws):
+            run_draw(adapter, args.seed + draw, tables)
+    print(f"{args.model}: depinduce ({args.route} route) vs the authors' code at {args.authors}, float64, "
+          f"{args.draws} draws; largest absolute difference per stage")
     titles = {"eval": "eval mode", "train": "train mode (dropout 0)",
               "masks": f"train mode, dropout {adapter.MASK_DROPOUT} with the same masks on both sides"}
     for mode, table in tables.items():
