@@ -112,10 +112,11 @@ VOCAB_SIZE = 10_000  # depinduce's three special tokens included
 
 
 def depinduce_step_function(model_name: str, config: dict[str, Any], precision: str,
-                            device: str = "cpu", compile_mode: str = "off") -> tuple[Any, Any]:
+                            device: str = "cpu", compile_mode: str = "off",
+                            static_shapes: str = "auto") -> tuple[Any, Any]:
     """The backend built at ``config`` over a 10,000-word vocabulary on ``device``, and its training loss for a
     batch exactly as the engine computes it (its objective: inputs prepared on the CPU, padded to a static shape
-    where the engine pads them, when compiled or on CUDA, then moved to the device;
+    where the engine pads them, when compiled, with the loss's index made there on CUDA, then moved to the device;
     under bfloat16 autocast with ``precision: bf16``, which backends that train in float32 only refuse with the
     engine's own one-line error)."""
     import torch
@@ -127,8 +128,7 @@ def depinduce_step_function(model_name: str, config: dict[str, Any], precision: 
     from depinduce.training.engine import trainable_class
     from depinduce.training.objectives import LossModule, objective_for
     from depinduce.training.precision import autocast, check_precision, set_float32_products
-    from depinduce.training.shapes import StaticLoss, has_batch_statistics, pad_inputs
-    from depinduce.training.compiled_step import compiled, static_shapes_on
+    from depinduce.training.compiled_step import build_step, compiled
     from depinduce.training.config import TrainConfig
 
     vocab = Vocab([f"w{i}" for i in range(VOCAB_SIZE - 3)])
@@ -141,20 +141,20 @@ def depinduce_step_function(model_name: str, config: dict[str, Any], precision: 
     model = model_class.from_config(config, vocab, where="bench").to(where)
     objective = objective_for(model_class.capabilities.objective, mask_rate=0.3, vocab_size=len(vocab))
     objective.check_model(model)
-    loss_module = LossModule(model, objective)
     set_float32_products(precision, where)
-    # the engine's batch shapes (static_shapes: auto): padded when compiled or on CUDA, else exact
-    static = static_shapes_on(TrainConfig(compile=compile_mode), objective, device=where)
-    if static:
-        loss_module = StaticLoss(model, objective.name, mask_index=vocab.mask_index, boundary_index=len(vocab))
-    if compile_mode != "off":  # train.compile: the static-shape step, compiled (training/compiled_step.py)
+    # the engine's step (static_shapes: auto): padded when compiled; on CUDA the exact batch with the loss's index
+    # made on the CPU; else the exact batch and loss (training/compiled_step.py)
+    train_config = TrainConfig(compile=compile_mode, static_shapes=static_shapes)
+    step = build_step(model, objective, LossModule(model, objective), train_config, pad_index=vocab.pad_index,
+                      device=where)
+    loss_module = step.module
+    if compile_mode != "off":  # train.compile: the static-shape step, compiled
         loss_module = compiled(loss_module, compile_mode, where, lambda line: print(line, file=sys.stderr))
-    pad_rows = not has_batch_statistics(model)
 
     def loss(tokens: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         inputs = objective.prepare(tokens, mask, generator=generator)
-        if static:
-            inputs = pad_inputs(objective.name, inputs, vocab.pad_index, pad_rows=pad_rows)
+        if step.pad is not None:
+            inputs = step.pad(inputs)
         inputs = {key: value.to(where, non_blocking=True) for key, value in inputs.items()}
         with autocast(precision, where):  # as the engine's training step
             return loss_module(**inputs)[0]
@@ -190,13 +190,14 @@ def training_step(model: Any, loss_of: Any, seed: int) -> Any:
 
 def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds: float, batch_tokens: int,
            seed: int, precision: str = "fp32", device: str = "cpu", compile_mode: str = "off",
-           shapes: int | None = None) -> dict[str, object]:
+           shapes: int | None = None, static_shapes: str = "auto") -> dict[str, object]:
     import torch
 
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     where = torch.device(device)
-    model, loss_of = depinduce_step_function(model_name, model_config, precision, device, compile_mode)
+    model, loss_of = depinduce_step_function(model_name, model_config, precision, device, compile_mode,
+                                             static_shapes)
     batches = bucketed_batches(sentence_lengths(20_000, seed), batch_tokens, seed)
     if shapes is not None:
         batches = common_shape_batches(batches, shapes)
@@ -226,6 +227,7 @@ def worker(model_name: str, model_config: dict[str, Any], threads: int, seconds:
         "threads": threads,
         "precision": precision,
         "compile": compile_mode,
+        "static_shapes": static_shapes,
         "shapes": shapes,
         "warmup_steps": warm,
         "warmup_s": round(warm_seconds, 1),  # compilation included
@@ -297,6 +299,8 @@ def main() -> None:
                              "rounds float32 products' operands to TF32")
     parser.add_argument("--compile", choices=("off", "default", "reduce-overhead", "cudagraphs"), default="off",
                         help="train.compile: the static-shape step under torch.compile")
+    parser.add_argument("--static-shapes", choices=("auto", "on", "off"), default="auto",
+                        help="train.static_shapes (auto: padded when compiled; on: padded eager steps too)")
     parser.add_argument("--shapes", type=int, help="time only the batches of the K most frequent static shapes "
                         "(compiled: each compiled before the clock starts); default: every batch")
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:N] (as depinduce train --device)")
@@ -306,7 +310,7 @@ def main() -> None:
     if args.worker:
         print(json.dumps(worker(args.model, json.loads(args.worker), args.threads, args.seconds,
                                 args.batch_tokens, args.seed, args.precision, args.device, args.compile,
-                                args.shapes)))
+                                args.shapes, args.static_shapes)))
         return
     table = CONFIGS[args.model]
     names = chosen_configs(args.model, args.configs)
@@ -315,7 +319,8 @@ def main() -> None:
         command = [sys.executable, __file__, "--model", args.model, "--worker", json.dumps(model_config),
                    "--threads", str(args.threads), "--seconds", str(args.seconds),
                    "--batch-tokens", str(args.batch_tokens), "--seed", str(args.seed),
-                   "--precision", args.precision, "--device", args.device, "--compile", args.compile]
+                   "--precision", args.precision, "--device", args.device, "--compile", args.compile,
+                   "--static-shapes", args.static_shapes]
         if args.shapes is not None:
             command += ["--shapes", str(args.shapes)]
         finished = subprocess.run(command, capture_output=True, text=True)

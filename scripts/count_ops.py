@@ -3,12 +3,12 @@
 On a GPU a step of a small or mid-sized model is bound by the host issuing kernels, so the number of ops one
 step dispatches is what its speed there follows.  One step is the gradient loop's (``OptimiserStep`` in
 ``depinduce/training/step.py``): the objective's ``prepare`` on the CPU, the inputs moved to the device,
-``LossModule`` (forward and loss; on the device route the static-shape loss of ``training/shapes.py`` where
-the engine takes it on CUDA, ``static_shapes: auto``, the batch padded on the CPU beforehand; ``--exact``: the
-exact batch everywhere, as counts before 2026-11-27's GPU check were made), the loss, NLL and count stacked as float64 on the device (read later, every
-``log_every`` steps: no host sync in the step), ``zero_grad``, backward, gradient clipping at the recipe's
-``clip``, the recipe's optimiser step and its learning-rate schedule (RNGTr's ``updates: per_pass`` makes one
-update per refinement pass, as the loop does).
+``LossModule`` (forward and loss; on the device route the index-gathering loss of ``training/shapes.py`` the
+engine takes on CUDA, its index made on the CPU beforehand, on the exact batch unless compiled; ``--exact``: the
+exact ``LossModule`` everywhere, as counts before 2026-11-27's GPU check were made), the loss, NLL and count
+stacked as float64 on the device (read later, every ``log_every`` steps: no host sync in the step),
+``zero_grad``, backward, gradient clipping at the recipe's ``clip``, the recipe's optimiser step and its
+learning-rate schedule (RNGTr's ``updates: per_pass`` makes one update per refinement pass, as the loop does).
 
 Each backend is built at its paper recipe's ``model_config`` (``structformer-ptb``, ``udgn-ptb``, ``prpn-ptb``,
 ``probformer-ptb``, ``rngtr-ud``, ``cpcfg-ptb``) over a 10,000-word vocabulary and trained on random batches of
@@ -137,7 +137,8 @@ def random_inputs(objective: Any, lengths: list[int], generator: Any) -> dict[st
 def step_function(model: Any, objective: Any, train: Any, device: Any, shapes_as: Any = None) -> Any:
     """The engine's training step for one prepared batch (see the module docstring), its phases marked with
     ``record_function`` ranges (``PHASES``); with ``shapes_as`` (a device) on the batch shapes the engine takes
-    on that device (``static_shapes: auto``: padded on CUDA, exact on the CPU), else on the exact batch."""
+    on that device (``static_shapes: auto``, not compiled: the loss's index made on the CPU for CUDA, the exact
+    loss on the CPU), else with the exact loss."""
     import torch
     from torch.profiler import record_function
 
@@ -353,8 +354,8 @@ def main() -> None:
     parser.add_argument("--sites", action="store_true",
                         help="after each row, where in the code its host syncs were made (slower: Python stacks)")
     parser.add_argument("--exact", action="store_true",
-                        help="the exact batch on every route (default: the engine's batch shapes on the route's "
-                             "device: padded to static shapes on CUDA's route, where boolean selection would read "
+                        help="the exact loss on every route (default: the engine's step on the route's device: on "
+                             "CUDA's route the loss's index made on the CPU, where boolean selection would read "
                              "the host; as the figures before 2026-11-27's GPU check were counted with --exact)")
     parser.add_argument("--unfused-adam", action="store_true",
                         help="count torch's default Adam update (fused_adam: false) instead of the fused one")

@@ -4,7 +4,8 @@
 #   2. the authors' code beside depinduce at fp32, TF32 off on both sides (scripts/bench_authors.py; when their
 #      checkouts are given);
 #   3. training tokens/s of the paper networks at the recipes' 4,096-token batch for precision fp32/tf32/bf16,
-#      eager, over every batch shape (scripts/bench_train.py), and UDGN with its LSTM packed;
+#      eager, over every batch shape (scripts/bench_train.py), UDGN with its LSTM packed, and StructFormer's
+#      eager step padded to static shapes;
 #   4. end-to-end `depinduce train --recipe MODEL-ptb` as it ships, and StructFormer's under GPU_CHECK_FAST
 #      (each run's tokens read / its seconds in training steps, from metrics.jsonl);
 #   5. compiled steps last: on the most frequent batch shape(s), each compiled before the clock starts (the
@@ -35,6 +36,8 @@
 #   GPU_CHECK_COMPILES           compile modes (default "cudagraphs": captured eager kernels, traced in seconds;
 #                                "reduce-overhead" and "default" run inductor, over 90 s a shape on an H200 host)
 #   GPU_CHECK_COMPILE_PRECISIONS precisions of the compiled cells (default "bf16")
+#   GPU_CHECK_PADDED_MODELS      backends timed eager on static shapes too, fp32 (default "structformer"; empty:
+#                                none): what the padding compiled steps run on costs an eager step
 #   GPU_CHECK_COMPILE_SHAPES     batch shapes a compiled cell runs (default 1)
 #   GPU_CHECK_COMPILE_LIMIT      hard limit per compiled cell, compilation included (default 90)
 #   GPU_CHECK_KEEP=DIR           rows written to DIR/results.jsonl as they are measured, the table to DIR/table.md
@@ -56,6 +59,7 @@ PRECISIONS="${GPU_CHECK_PRECISIONS:-fp32 tf32 bf16}"
 COMPILES="${GPU_CHECK_COMPILES:-cudagraphs}"
 COMPILE_MODELS="${GPU_CHECK_COMPILE_MODELS-structformer udgn}"
 COMPILE_PRECISIONS="${GPU_CHECK_COMPILE_PRECISIONS:-bf16}"
+PADDED_MODELS="${GPU_CHECK_PADDED_MODELS-structformer}"
 COMPILE_SHAPES="${GPU_CHECK_COMPILE_SHAPES:-1}"
 FAST="${GPU_CHECK_FAST-precision=bf16}"
 FAST_MODELS="${GPU_CHECK_FAST_MODELS:-structformer}"
@@ -194,6 +198,9 @@ done
 case " $MODELS " in *" udgn "*)  # UDGN's LSTM packed beside its default (one direction at a time), fp32 eager
   DEPINDUCE_LSTM_ROUTE=packed cell udgn fp32 off "bench_train.py step, LSTM packed";;
 esac
+for model in $PADDED_MODELS; do  # the eager step padded to static shapes (what compiled steps run on) beside it
+  cell "$model" fp32 off "bench_train.py step, padded (static_shapes: on)" --static-shapes on
+done
 
 # 4. end to end: `depinduce train` with the paper recipe as it ships, then StructFormer's under FAST_SETS
 train_run() {  # MODEL LABEL [--set ...]: one `depinduce train --recipe MODEL-ptb` run of MINUTES, one row

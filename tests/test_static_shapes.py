@@ -17,7 +17,7 @@ from depinduce.training.engine import TrainOptions, train, trainable_class
 from depinduce.training.objectives import LossModule, objective_for
 from depinduce.training.prefetch import BatchFeed
 from depinduce.training.shapes import StaticLoss, has_batch_statistics, ladder, pad_inputs, static_shape
-from depinduce.training.compiled_step import static_shapes_on
+from depinduce.training.compiled_step import build_step, indexed_loss_on, static_shapes_on
 from training_support import make_data, one_thread, tiny_plugin  # noqa: F401 (fixtures)
 
 TINY = {
@@ -109,18 +109,58 @@ def test_added_rows_would_change_batch_statistics() -> None:
 
 def test_static_shapes_follow_compile_unless_set() -> None:
     mlm = objective_for("mlm", mask_rate=0.3, vocab_size=10)
-    assert not static_shapes_on(TrainConfig(), mlm)  # today's default: exact batches
+    assert not static_shapes_on(TrainConfig(), mlm)  # the default: exact batches, on every device
     assert static_shapes_on(TrainConfig(compile="default"), mlm)
+    assert static_shapes_on(TrainConfig(static_shapes="on"), mlm)
     assert not static_shapes_on(TrainConfig(compile="default", static_shapes="off"), mlm)
-    assert not static_shapes_on(TrainConfig(compile="default", static_shapes="off"), mlm, device=CUDA)
-    # on CUDA without compile: the exact loss's boolean selection would make the host wait at every step
-    assert static_shapes_on(TrainConfig(), mlm, device=CUDA)
-    assert not static_shapes_on(TrainConfig(), mlm, device=torch.device("cpu"))
-    assert not static_shapes_on(TrainConfig(), objective_for("supervised", mask_rate=0.3, vocab_size=10),
-                                device=CUDA)  # auto: where it does not apply, exact batches
     likelihood = objective_for("likelihood", mask_rate=0.3, vocab_size=10)
     with pytest.raises(RecipeError, match="static_shapes: on does not apply to objective 'likelihood'"):
         static_shapes_on(TrainConfig(static_shapes="on"), likelihood)
+
+
+def test_off_the_cpu_the_loss_gathers_by_an_index_made_on_the_cpu() -> None:
+    """On CUDA the exact loss's boolean selection of the masked rows would make the host wait at every step: the
+    step takes the index-gathering loss there, padded only when static shapes are on."""
+    mlm = objective_for("mlm", mask_rate=0.3, vocab_size=10)
+    assert indexed_loss_on(TrainConfig(), mlm, device=CUDA)
+    assert indexed_loss_on(TrainConfig(static_shapes="off"), mlm, device=CUDA)
+    assert not indexed_loss_on(TrainConfig(), mlm, device=torch.device("cpu"))
+    assert not indexed_loss_on(TrainConfig(), mlm)
+    assert indexed_loss_on(TrainConfig(compile="default"), mlm, device=torch.device("cpu"))
+    assert not indexed_loss_on(TrainConfig(), objective_for("supervised", mask_rate=0.3, vocab_size=10),
+                               device=CUDA)  # where it does not apply, the exact loss
+
+
+@pytest.mark.parametrize("name", ["structformer", "prpn"])
+def test_an_eager_gpu_step_runs_the_exact_batch_without_a_host_read(name: str, one_thread) -> None:
+    """``static_shapes: auto`` without ``compile`` on CUDA: no padding (on the ladder an epoch of Brown's
+    4,096-token batches costs 1.39× the compute), the exact batch and an index of exactly its predicted
+    positions, the exact loss and gradients; compiled, the ladder's shapes."""
+    vocab = Vocab([f"w{i}" for i in range(40)])
+    cls = trainable_class(name)
+    torch.manual_seed(0)
+    model = cls.from_config(TINY[name], vocab).double()
+    model.train()
+    objective = objective_for(cls.capabilities.objective, mask_rate=0.4, vocab_size=len(vocab))
+    inputs = objective.prepare(*pad_batch(ROWS, vocab.pad_index), generator=torch.Generator().manual_seed(1))
+    loss_module = LossModule(model, objective)
+    eager = build_step(model, objective, loss_module, TrainConfig(), pad_index=vocab.pad_index, device=CUDA)
+    assert isinstance(eager.module, StaticLoss) and not eager.static
+    exact = eager.pad(inputs)
+    assert exact["tokens"].shape == inputs["tokens"].shape == (5, 9)
+    if name == "structformer":
+        assert exact["positions"].shape == (int(inputs["masked"].sum()),)  # not rounded up: nothing ignored
+        assert (exact["targets"] != -100).all()
+    compiled_step = build_step(model, objective, loss_module, TrainConfig(compile="cudagraphs"),
+                               pad_index=vocab.pad_index, device=CUDA)
+    padded_shape = (5, 12) if name == "prpn" else (6, 12)  # PRPN's BatchNorm keeps its rows
+    assert compiled_step.static and compiled_step.pad(inputs)["tokens"].shape == padded_shape
+    assert build_step(model, objective, loss_module, TrainConfig(), pad_index=vocab.pad_index,
+                      device=torch.device("cpu")).module is loss_module
+    exact_numbers, exact_grads = _loss_and_gradients(model, loss_module, inputs)
+    indexed_numbers, indexed_grads = _loss_and_gradients(model, eager.module, exact)
+    for want, got in zip(exact_numbers + exact_grads, indexed_numbers + indexed_grads):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 
 def _prepare_with(generator: torch.Generator):

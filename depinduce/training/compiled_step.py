@@ -4,12 +4,12 @@ default), or on static shapes (:mod:`.shapes`) and compiled (``train.compile``).
 Why: on a GPU the step is bound by the host — thousands of small kernels launched one by one from Python.
 ``torch.compile`` fuses them (``default``) and ``reduce-overhead`` also replays the whole step as captured CUDA
 graphs; ``cudagraphs`` replays the captured step without inductor's code generation (the eager kernels, traced
-in seconds where inductor takes minutes per shape); all specialise the step to its shapes, hence static shapes.  What is compiled is the module DDP wraps:
-forward and loss, and through AOTAutograd their backward; the optimiser step is torch's fused Adam on CUDA
-(:mod:`.optim`).  With ``compile: off`` and ``static_shapes: auto`` on the CPU nothing here changes a number:
-the engine runs the objective's :class:`~depinduce.training.objectives.LossModule` on exact batches, as before;
-on CUDA it runs the static-shape loss, whose index gathers need no read of the device by the host (the same
-numbers to round-off).  See
+in seconds where inductor takes minutes per shape); all specialise the step to its shapes, hence static shapes.
+What is compiled is the module DDP wraps: forward and loss, and through AOTAutograd their backward; the
+optimiser step is torch's fused Adam on CUDA (:mod:`.optim`).  With ``compile: off`` on the CPU nothing here
+changes a number: the engine runs the objective's :class:`~depinduce.training.objectives.LossModule` on exact
+batches; on a GPU it runs the static-shape loss on the exact batch (padded only under ``static_shapes: on``),
+whose index gathers need no read of the device by the host (the same numbers to round-off).  See
 ``docs/guide/gpu.md``.  (:mod:`.step` runs this module, then backward and the update.)
 """
 
@@ -63,41 +63,52 @@ def static_support(objective: Objective, config: TrainConfig, stepwise: bool) ->
     return None
 
 
-def static_shapes_on(config: TrainConfig, objective: Objective, stepwise: bool = False,
-                     device: torch.device | None = None) -> bool:
-    """``static_shapes``: ``on``, ``off``, or ``auto`` = on where the objective allows and the step is compiled
-    or runs on CUDA (where the exact loss's boolean selection of the predicted rows makes the host wait for the
-    device at every step)."""
+def static_shapes_on(config: TrainConfig, objective: Objective, stepwise: bool = False) -> bool:
+    """``static_shapes``: ``on``, ``off``, or ``auto`` = on where the objective allows and the step is
+    compiled."""
     execution = config.execution
     reason = static_support(objective, config, stepwise)
     if execution.static_shapes == "on" and reason is not None:
         raise RecipeError(f"train.static_shapes: on does not apply to {reason}; set static_shapes: auto")
     if execution.static_shapes == "auto":
-        on_cuda = device is not None and device.type == "cuda"
-        return (execution.compile != "off" or on_cuda) and reason is None
+        return execution.compile != "off" and reason is None
     return execution.static_shapes == "on"
+
+
+def indexed_loss_on(config: TrainConfig, objective: Objective, stepwise: bool = False,
+                    device: torch.device | None = None) -> bool:
+    """Whether the step takes the loss that gathers the predicted positions by an index made on the CPU
+    (:class:`~depinduce.training.shapes.StaticLoss`): on static shapes, and off the CPU wherever the objective
+    allows it, since there the exact loss's boolean selection of the predicted rows makes the host wait for
+    the device at every step."""
+    off_cpu = device is not None and device.type != "cpu"
+    return static_shapes_on(config, objective, stepwise) or (
+        off_cpu and static_support(objective, config, stepwise) is None)
 
 
 @dataclass
 class TrainStep:
-    """What the engine's step runs: ``module`` (wrapped by DDP, then compiled) and ``pad``, which turns a
-    prepared CPU batch into the module's inputs (None: the batch as prepared)."""
+    """What the engine's step runs: ``module`` (wrapped by DDP, then compiled), ``pad``, which turns a prepared CPU
+    batch into the module's inputs (None: the batch as prepared), and whether those come in ``static`` shapes."""
 
     module: torch.nn.Module
     pad: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] | None = None
+    static: bool = False
 
 
 def build_step(model: torch.nn.Module, objective: Objective, loss_module: LossModule, config: TrainConfig, *,
                pad_index: int, stepwise: bool = False, device: torch.device | None = None) -> TrainStep:
-    """The step's module for ``config``: the exact ``loss_module``, or its static-shape twin.  A compiled step
-    needs the twin (the exact loss picks the masked rows by a boolean index, a shape the data decide, which
-    breaks the compiler's graph), so ``compile`` without static shapes is refused in one line."""
-    if not static_shapes_on(config, objective, stepwise, device):
-        if config.execution.compile != "off":
-            reason = static_support(objective, config, stepwise)
-            raise RecipeError("train.compile runs the step on static shapes, which "
-                              + (f"do not apply to {reason}" if reason else "static_shapes: off turns off")
-                              + "; set compile: off" + ("" if reason else " or static_shapes: auto"))
+    """The step's module for ``config``: the exact ``loss_module``, or its index-gathering twin, on static shapes
+    or (an eager step on a GPU) on the exact batch.  A compiled step needs the twin on static shapes (the exact
+    loss picks the masked rows by a boolean index, a shape the data decide, which breaks the compiler's graph),
+    so ``compile`` without static shapes is refused in one line."""
+    static = static_shapes_on(config, objective, stepwise)
+    if not static and config.execution.compile != "off":
+        reason = static_support(objective, config, stepwise)
+        raise RecipeError("train.compile runs the step on static shapes, which "
+                          + (f"do not apply to {reason}" if reason else "static_shapes: off turns off")
+                          + "; set compile: off" + ("" if reason else " or static_shapes: auto"))
+    if not indexed_loss_on(config, objective, stepwise, device):
         return TrainStep(loss_module)
     if isinstance(objective, MaskedLM):
         module = StaticLoss(model, "mlm", mask_index=objective.mask_index, boundary_index=-1)
@@ -106,8 +117,8 @@ def build_step(model: torch.nn.Module, objective: Objective, loss_module: LossMo
         module = StaticLoss(model, "lm", mask_index=-1, boundary_index=objective.boundary_index)
     chunks = objective.chunks if isinstance(objective, MaskedLM) else None
     pad = partial(pad_inputs, module.objective, pad_index=pad_index, pad_rows=not has_batch_statistics(model),
-                  chunks=chunks)
-    return TrainStep(module, pad)
+                  chunks=chunks, to_ladder=static)
+    return TrainStep(module, pad, static)
 
 
 class _Marked(torch.nn.Module):

@@ -94,7 +94,7 @@ class GradientLoop:
                                       pad_index=self.vocab.pad_index, stepwise=stepwise, device=context.device)
         wrapped = compiled(distributed.wrap(self.step_module.module, context,
                                             find_unused_parameters=execution.find_unused_parameters),
-                           execution.compile, context.device, log, static=self.step_module.pad is not None)
+                           execution.compile, context.device, log, static=self.step_module.static)
         set_float32_products(execution.precision, context.device)
         # batches prepared ahead on a thread, with the run's mask generator (prefetch.py)
         self.feed = BatchFeed(self._prepare, self.mask_generator, context.device,

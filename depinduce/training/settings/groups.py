@@ -168,9 +168,10 @@ class Execution(Group):
     find_unused_parameters: bool = False
     # GPU speed (docs/guide/gpu.md): torch.compile of the step (forward, loss, backward; reduce-overhead also
     # captures CUDA graphs; cudagraphs captures them without inductor; backends not checked under the compiler
-    # refuse it); static_shapes pads batches to a few shapes (auto: when compiled, and on CUDA, where the exact
-    # loss's boolean selection reads the device); prefetch prepares batches on a background thread (auto: on
-    # CUDA).  None of them changes the function trained.  YAML reads a bare on/off as true/false: both are taken, kept as words.
+    # refuse it); static_shapes pads batches to a few shapes (auto: when compiled; on CUDA the loss gathers by an
+    # index made on the CPU either way, never a read of the device); prefetch prepares batches on a background
+    # thread (auto: on CUDA).  None of them changes the function trained.  YAML reads a bare on/off as
+    # true/false: both are taken, kept as words.
     compile: Literal["off", "default", "reduce-overhead", "cudagraphs"] | bool = "off"
     static_shapes: Literal["auto", "on", "off"] | bool = "auto"
     prefetch: Literal["auto", "on", "off"] | bool = "auto"
