@@ -117,14 +117,16 @@ def test_udgns_cached_pair_tables_serve_training_after_inference_mode() -> None:
         assert torch.isfinite(loss) and all(torch.isfinite(g).all() for g in grads)
 
 
+@pytest.mark.parametrize("to_ladder", [True, False], ids=["static shapes", "exact batch"])
 @pytest.mark.parametrize(("name", "lstm_route", "reads"), [("structformer", "", 1), ("udgn", "", 0),
                                                            ("udgn", "packed", 2)])
-def test_a_gpu_step_on_static_shapes_reads_the_host_only_where_documented(name: str, lstm_route: str, reads: int,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """The forward pass, loss and backward on the route a CUDA device takes, the batch padded to a static shape
-    (the masked rows gathered by index): StructFormer reads one number (whether a sentence needs its exact
-    float64 fallback; on the device under ``compile``), UDGN's packed LSTM two (the lengths it packs by), its
-    LSTM one direction at a time (the default) none.  Reads: ``_local_scalar_dense`` and ``nonzero`` (boolean indexing)."""
+def test_a_gpu_step_reads_the_host_only_where_documented(name: str, lstm_route: str, reads: int, to_ladder: bool,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forward pass, loss and backward on the route a CUDA device takes, the masked rows gathered by an index
+    made on the CPU, the batch padded to a static shape (a compiled step) or exact (an eager one): StructFormer
+    reads one number (whether a sentence needs its exact float64 fallback; on the device under ``compile``),
+    UDGN's packed LSTM two (the lengths it packs by), its LSTM one direction at a time (the default) none.
+    Reads: ``_local_scalar_dense`` and ``nonzero`` (boolean indexing)."""
     from torch.profiler import ProfilerActivity, profile
 
     from depinduce.models.neural import pad_batch
@@ -136,7 +138,9 @@ def test_a_gpu_step_on_static_shapes_reads_the_host_only_where_documented(name: 
     rows = [[4 + (i * 7 + j) % 50 for j in range(5 + i)] for i in range(6)]
     objective = MaskedLM(0.3)
     inputs = pad_inputs("mlm", objective.prepare(*pad_batch(rows, VOCAB.pad_index),
-                                                 generator=torch.Generator().manual_seed(0)), VOCAB.pad_index)
+                                                 generator=torch.Generator().manual_seed(0)), VOCAB.pad_index,
+                        to_ladder=to_ladder)
+    assert inputs["tokens"].shape == ((6, 12) if to_ladder else (6, 10))
     step = StaticLoss(model, "mlm", mask_index=VOCAB.mask_index, boundary_index=-1)
     with device_route():
         step(**inputs)[0].backward()  # warm-up

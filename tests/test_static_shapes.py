@@ -132,10 +132,11 @@ def test_off_the_cpu_the_loss_gathers_by_an_index_made_on_the_cpu() -> None:
 
 
 @pytest.mark.parametrize("name", ["structformer", "prpn"])
-def test_an_eager_gpu_step_runs_the_exact_batch_without_a_host_read(name: str, one_thread) -> None:
+def test_an_eager_gpu_step_runs_the_exact_batch(name: str, one_thread) -> None:
     """``static_shapes: auto`` without ``compile`` on CUDA: no padding (on the ladder an epoch of Brown's
     4,096-token batches costs 1.39× the compute), the exact batch and an index of exactly its predicted
-    positions, the exact loss and gradients; compiled, the ladder's shapes."""
+    positions, the exact loss and gradients; compiled, the ladder's shapes.  (That neither form reads the host:
+    ``tests/test_device_route.py``.)"""
     vocab = Vocab([f"w{i}" for i in range(40)])
     cls = trainable_class(name)
     torch.manual_seed(0)
