@@ -52,8 +52,6 @@ def _pad_rows(tokens: torch.Tensor, mask: torch.Tensor, pad_index: int,
               pad_rows: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """``tokens``/``mask`` (B, T) padded to the static shape (the rows too when ``pad_rows``)."""
     rows, length = static_shape(*tokens.shape)
-    if (rows if pad_rows else tokens.shape[0], length) == tuple(tokens.shape):
-        return tokens, mask
     rows = rows if pad_rows else tokens.shape[0]
     out_tokens = torch.full((rows, length), pad_index, dtype=tokens.dtype)
     out_mask = torch.zeros((rows, length), dtype=torch.bool)
