@@ -31,6 +31,9 @@ The authors' code is imported from the checkout given with ``--authors`` (never 
     python scripts/check_authors.py --model rngtr --authors /tmp/g2g-transformer
     python scripts/check_authors.py --model prpn --authors /tmp/PRPN                     # yikangshen/PRPN
 
+``--route device`` runs depinduce's side on the route a CUDA device takes (torch's own ops and dropout, the masked
+and whole-batch forms a GPU step uses; ``depinduce.models.layers.kernels.device_route``), on the CPU.
+
 Prints, per mode, the largest difference per stage over ``--draws`` draws, then the decoders' agreement, and exits
 with status 1 when a stage differs by more than ``--tolerance`` (1e-12) or a decoder differs on an untied input.
 """
