@@ -4,7 +4,8 @@
 Skipped where torch sees no CUDA device (CI's machines have none; README's Benchmarks section says where these
 ran).  The CPU paths of the layers (oneDNN routing, dropout masks kept as bits, in-place residual sums) step aside
 on other devices, so these tests are what shows that the plain-torch paths the GPU takes compute the same
-function.  TF32 is turned off for the comparison: with it, cuBLAS and cuDNN round float32 operands to 10-bit
+function; each device takes the engine's own step (on CUDA the loss that gathers the predicted positions by an
+index made on the CPU).  TF32 is turned off for the comparison: with it, cuBLAS and cuDNN round float32 operands to 10-bit
 mantissas, which is a numerics choice of the user's, not a difference between the implementations.
 """
 
@@ -20,6 +21,8 @@ import pytest
 import torch
 
 from depinduce.data.vocab import Vocab
+from depinduce.training.compiled_step import build_step
+from depinduce.training.config import TrainConfig
 from depinduce.training.engine import trainable_class
 from depinduce.training.objectives import LossModule, objective_for
 from training_support import make_data, make_ud_data
@@ -73,7 +76,12 @@ def test_training_loss_and_gradients_on_cuda_match_the_cpu(name: str) -> None:
     results = []
     for model, device in ((cpu_model, "cpu"), (cuda_model, "cuda")):
         model.train()
-        loss, nll, count = LossModule(model, objective)(**{k: v.to(device) for k, v in inputs.items()})
+        # the engine's step on each device (compiled_step.build_step): on CUDA the loss gathers the predicted
+        # positions by an index made on the CPU, on the exact batch
+        step = build_step(model, objective, LossModule(model, objective), TrainConfig(), pad_index=vocab.pad_index,
+                          device=torch.device(device))
+        prepared = inputs if step.pad is None else step.pad(inputs)
+        loss, nll, count = step.module(**{k: v.to(device) for k, v in prepared.items()})
         loss.backward()
         results.append((loss, nll, count, {n: p.grad for n, p in model.named_parameters() if p.grad is not None}))
     (cpu_loss, cpu_nll, cpu_count, cpu_grads), (cuda_loss, cuda_nll, cuda_count, cuda_grads) = results
