@@ -72,11 +72,12 @@ def test_predictions_save_and_evaluate_as_the_cli(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: depinduce.load(5), "name_or_run_dir: expected str or PathLike or None, not int"),
-    (lambda: list(Parser.load("right-branching").parse(None)), "inputs: expected a sentence"),
-    (lambda: depinduce.evaluate(None, None), "gold: expected a file path or sentences"),
-    (lambda: depinduce.train(data=5), "data: expected str or PathLike or None, not int"),
-    (lambda: Parser.load("right-branching").predict(["a b"], batch_size="4"), "batch_size: expected int"),
+    (lambda: depinduce.load(5), "name_or_run_dir must be a str, os.PathLike or None, not int"),
+    (lambda: list(Parser.load("right-branching").parse(None)), "inputs must be a str, a list of str, a tuple of "
+                                                               "str, a TokenList, a Sentence or an iterable, not None"),
+    (lambda: depinduce.evaluate(None, None), "gold must be a str, os.PathLike or an iterable, not None"),
+    (lambda: depinduce.train(data=5), "data must be a str, os.PathLike or None, not int"),
+    (lambda: Parser.load("right-branching").predict(["a b"], batch_size="4"), "batch_size must be an int, not str"),
 ])
 def test_wrong_argument_types_are_one_usage_line(call, message: str) -> None:
     with pytest.raises(UsageError, match=re.escape(message)):

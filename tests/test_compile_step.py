@@ -58,8 +58,8 @@ def test_compile_is_a_validated_setting_and_off_by_default() -> None:
     assert _config("compile=off").execution.compile == "off"  # YAML's bare off (a boolean) is taken as the word
     assert _config("compile=on").execution.compile == "default"
     assert _config("compile=reduce-overhead", "prefetch=on").execution.prefetch == "on"
-    with pytest.raises(RecipeError, match=r"^--set compile=fast: train.compile must be one of 'off', 'default', "
-                                          r"'reduce-overhead', 'cudagraphs' or true or false, not 'fast'$"):
+    with pytest.raises(RecipeError, match=r"^--set compile=fast: train.compile must be one of 'off', 'on', "
+                                          r"'default', 'reduce-overhead', 'cudagraphs' or true or false, not 'fast'$"):
         _config("compile=fast")
 
 

@@ -71,7 +71,10 @@ def test_training_into_an_existing_run_directory_without_force(tmp_path: Path) -
     (run / "notes.txt").write_text("mine", encoding="utf-8")
     error = refused(["train", "--model", "structformer", "--data", str(data), "--out", str(run)])
     assert type(error) is RunDirectoryError
-    assert str(error) == f"{run} already exists; use --resume to continue it or --force to start over"
+    # a folder of the user's: neither --resume nor --force would be taken, so neither is offered (issue 60)
+    assert str(error) == (f"{run} already exists and is not a run depinduce wrote (no depinduce manifest.json); "
+                          "--force replaces only a run depinduce wrote, so choose another --out or move the folder "
+                          "away yourself")
     assert sorted(p.name for p in run.iterdir()) == ["notes.txt"]
 
 

@@ -205,7 +205,7 @@ def test_an_error_message_shows_a_tokens_control_characters_escaped(work: Path) 
 
 def test_cells_are_safe_for_spreadsheets_markdown_and_latex() -> None:
     assert [csv_cell(v) for v in ("=1+1", "+x", "-y", "@z", "\tt", "ok", -1.5)] == [
-        "'=1+1", "'+x", "'-y", "'@z", "'\tt", "ok", -1.5]
+        "'=1+1", "'+x", "'-y", "'@z", "'\\tt", "ok", -1.5]
     assert markdown_cell("a|b\nc") == "a\\|b\\nc"
     assert latex_text(r"a\b{c}$&#^_%~|<>") == (
         r"a\textbackslash{}b\{c\}\$\&\#\textasciicircum{}\_\%\textasciitilde{}\textbar{}\textless{}\textgreater{}")

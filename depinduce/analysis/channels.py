@@ -150,7 +150,7 @@ def analyze_channels(model: Any, gold: Sequence[Sentence], *, decoder: str = "ms
         raise InputError(gold_path, None, "analyze channels needs gold heads on every sentence")
     store = _ChannelScores(model, progress)
     views: list[int | str] = [*range(1, model.n_channels + 1), AVERAGE]
-    request = ParseRequest(fmt="conllu", decoder=decoder, batch_size=batch_size)
+    request = ParseRequest(fmt="conllu", decoder=decoder, batch_size=batch_size, source=gold_path)
     counts: list[DependencyCounts] = []
     predictions: list[list[Sentence]] = []
     for index in range(len(views)):

@@ -5,7 +5,8 @@ are in :mod:`depinduce.api.choices`.
 
 Each function here is the one implementation its command uses (or shares every step with), so a number from a
 notebook is the number the CLI prints.  Errors are :class:`~depinduce.errors.DepinduceError` with the CLI's
-one-line message, never ``SystemExit``; nothing is written to stdout (progress, when asked for, goes to stderr).
+one-line message, never ``SystemExit``; every exported function checks its arguments against its annotations
+(:func:`~depinduce.api.words.python_words`); nothing is written to stdout (progress, when asked for, goes to stderr).
 
 Submodules are imported on first use: ``evaluate`` never imports torch.
 """
@@ -13,6 +14,7 @@ Submodules are imported on first use: ``evaluate`` never imports torch.
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 _EXPORTS: dict[str, str] = {
@@ -49,4 +51,10 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    if inspect.isfunction(value):  # every exported function is the API's boundary, whatever its module says
+        from depinduce.api.words import python_words
+
+        value = python_words(value)
+    globals()[name] = value
+    return value

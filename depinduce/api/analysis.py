@@ -6,14 +6,13 @@ and JSON (``as_dict()``), so a notebook sees the numbers the command line prints
 from __future__ import annotations
 
 import io
-import json
 import sys
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from depinduce.api.checks import check_types
+from depinduce.display import json_text
 from depinduce.api.words import python_words
 from depinduce.errors import InputError, ModelError, UsageError
 
@@ -70,7 +69,7 @@ class HeadAnalysis:
 
     def to_json(self) -> str:
         """``analyze heads --json``'s output (without its final newline)."""
-        return json.dumps(self.as_dict(), indent=2)
+        return json_text(self.as_dict(), indent=2)
 
     def render(self, console: Console) -> None:
         """Print the table and its note to ``console`` (the command's output)."""
@@ -113,7 +112,7 @@ class ChannelAnalysis:
 
     def to_json(self) -> str:
         """``analyze channels --json``'s output (without its final newline)."""
-        return json.dumps(self.as_dict(), indent=2)
+        return json_text(self.as_dict(), indent=2)
 
     def render(self, console: Console) -> None:
         """Print the accuracy table, the best channel and the label table to ``console`` (the command's output)."""
@@ -178,13 +177,6 @@ def _backend(model: ModelInput, device: str) -> tuple[Any, str]:
     return load_model(str(model), device=device), str(model)
 
 
-def _check_counts(**counts: int) -> None:
-    """``top`` and ``batch_size`` are at least 1 (the commands' ``--labels`` and ``--batch-size`` ranges)."""
-    for name, value in counts.items():
-        if value < 1:
-            raise UsageError(f"{name}: expected at least 1, not {value}")
-
-
 def _bar(total: int, progress: bool) -> Any:
     """The commands' progress bar on stderr (shown only on a terminal); none unless ``progress``."""
     from tqdm import tqdm
@@ -205,10 +197,6 @@ def analyze_heads(model: ModelInput, gold: str | PathLike[str], *, top: int = 15
     from depinduce.io import read_sentences
     from depinduce.io.outputs import check_new_file
 
-    check_types(gold=(gold, (str, PathLike)), top=(top, (int,)), direction=(direction, (str,)),
-                csv=(csv, (str, PathLike, type(None))), plot=(plot, (str, PathLike, type(None))),
-                batch_size=(batch_size, (int,)), device=(device, (str,)))
-    _check_counts(top=top, batch_size=batch_size)
     for path in (csv, plot):  # before any work: a refusal costs nothing
         if path is not None:
             check_new_file(path, force)
@@ -241,9 +229,6 @@ def analyze_channels(model: ModelInput, gold: str | PathLike[str], *, decoder: s
     from depinduce.analysis.channels import has_channels
     from depinduce.io import read_sentences
 
-    check_types(gold=(gold, (str, PathLike)), decoder=(decoder, (str,)), top=(top, (int,)),
-                batch_size=(batch_size, (int,)), device=(device, (str,)))
-    _check_counts(top=top, batch_size=batch_size)
     backend, named = _backend(model, device)
     if not has_channels(backend):
         raise ModelError(f"model {named} ({backend.name}) has no head channels to analyse; "

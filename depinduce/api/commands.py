@@ -10,7 +10,6 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from depinduce.api.checks import check_types
 from depinduce.api.words import python_words
 from depinduce.errors import UsageError
 
@@ -29,7 +28,6 @@ def preprocess(kind: str, out: str | PathLike[str] | None = None, *, options: An
     from depinduce.data import preprocess as steps
     from depinduce.data.ud import parse_train_on
 
-    check_types(kind=(kind, (str,)), out=(out, (str, PathLike, type(None))))
     if kind not in PREPROCESS_KINDS:
         raise UsageError(f"kind: expected one of {', '.join(PREPROCESS_KINDS)}, not {kind!r}")
     options = options if options is not None else steps.PreprocessOptions(progress=False)  # quiet unless asked
@@ -55,7 +53,5 @@ def perplexity(run_dir: str | PathLike[str], text: str | PathLike[str], *, devic
     ``.loss``, ``.as_dict()``)."""
     from depinduce.training.perplexity import measure
 
-    check_types(run_dir=(run_dir, (str, PathLike)), text=(text, (str, PathLike)), device=(device, (str,)),
-                batch_tokens=(batch_tokens, (int, type(None))))
     return measure(Path(run_dir), Path(text), device=device, batch_tokens=batch_tokens, progress=progress)
 

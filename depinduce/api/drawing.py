@@ -11,7 +11,6 @@ import os
 from os import PathLike
 from typing import Any, TextIO
 
-from depinduce.api.checks import check_types
 from depinduce.api.words import python_words
 from depinduce.errors import UsageError
 
@@ -32,8 +31,6 @@ def show_text(path: str | PathLike[str], *, gold: str | PathLike[str] | None = N
     from depinduce.pictures.figures import load_pictures
     from depinduce.pictures.terminal import sentences_text
 
-    check_types(path=(path, (str, PathLike)), gold=(gold, (str, PathLike, type(None))),
-                sentence=(sentence, (int, type(None))), width=(width, (int, type(None))))
     sentences, marks = load_pictures(os.fspath(path), _name(gold), sentence)
     return sentences_text(sentences, marks, color=color, width=width or None)
 
@@ -50,8 +47,6 @@ def show(path: str | PathLike[str], target: str | PathLike[str] | TextIO, *, fmt
     from depinduce.io.outputs import check_new_file, check_new_folder, written_file
     from depinduce.pictures.figures import load_pictures, write_html, write_svg_files
 
-    check_types(path=(path, (str, PathLike)), fmt=(fmt, (str,)), gold=(gold, (str, PathLike, type(None))),
-                sentence=(sentence, (int, type(None))))
     if fmt not in PICTURES:
         raise UsageError(f"fmt: expected one of {', '.join(PICTURES)}, not {fmt!r}")
 

@@ -30,7 +30,7 @@ from depinduce.io.lines import display_name
 from depinduce.models.base import Backend
 from depinduce.models.bundled import default_model_choice
 from depinduce.models.registry import load_model
-from depinduce.api.checks import check_types, checked_record
+from depinduce.api.checks import checked_record
 from depinduce.api.words import python_words
 from depinduce.api.results import ParsedSentence, Predictions, Token, write
 from depinduce.api.scoring import Evaluation, corpus_sentences, evaluate
@@ -205,11 +205,8 @@ class Parser:
 
     def _request(self, decoder: str | None, batch_size: int, max_words: int | None, source: str, fmt: str,
                  init: InitInput, probs: bool = False) -> ParseRequest:
-        """The request, checked in the CLI's order (so the first problem reported is the CLI's)."""
-        check_types(decoder=(decoder, (str, type(None))), batch_size=(batch_size, (int,)),
-                    max_words=(max_words, (int, type(None))), fmt=(fmt, (str,)), probs=(probs, (bool,)))
-        if batch_size < 1:
-            raise UsageError(f"batch_size must be at least 1, not {batch_size}")
+        """The request, checked in the CLI's order (so the first problem reported is the CLI's); the types and
+        ranges were checked at the boundary (:func:`~depinduce.api.words.python_words`)."""
         if init is not None:
             check_refines(self.backend)
         request = ParseRequest(fmt=fmt, decoder=decoder or self.default_decoder, batch_size=batch_size,
@@ -361,8 +358,6 @@ def load(name_or_run_dir: str | PathLike[str] | None = None, device: str = "cpu"
     selected model scores below right-branching on its dev data).  ``channel`` and ``iterations`` are ``parse
     --channel`` and ``--iterations``; ``device`` is ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
     """
-    check_types(name_or_run_dir=(name_or_run_dir, (str, PathLike, type(None))), device=(device, (str,)),
-                seed=(seed, (int,)), channel=(channel, (int, type(None))), iterations=(iterations, (int, type(None))))
     reason = None
     if name_or_run_dir is None:
         choice = default_model_choice()

@@ -7,7 +7,6 @@ writers (CoNLL-U, JSONL, SVG), so what a notebook shows is what ``depinduce pars
 
 from __future__ import annotations
 
-import html
 import io
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -17,6 +16,8 @@ from typing import Any, NamedTuple, TextIO
 from nltk import Tree
 
 from depinduce.api.checks import checked_record
+from depinduce.api.words import python_words
+from depinduce.display import html_text
 from depinduce.errors import ResourceError, UsageError
 from depinduce.io import write_sentences
 from depinduce.io.brackets import tree_to_brackets
@@ -148,6 +149,7 @@ class Predictions(list):  # list[ParsedSentence]; subclassing the generic alias 
     """What :meth:`~depinduce.api.parser.Parser.predict` returns: a list of :class:`ParsedSentence` that saves
     itself in any ``parse --format`` and becomes a token table."""
 
+    @python_words
     def save(self, path: str | PathLike[str] | TextIO, fmt: str = "conllu", *, force: bool = False) -> int:
         """Write every sentence to ``path`` (or a stream) as :func:`write` does; returns how many."""
         return write(self, path, fmt, force=force)
@@ -163,7 +165,7 @@ class Predictions(list):  # list[ParsedSentence]; subclassing the generic alias 
     def _repr_html_(self) -> str:
         """Jupyter's view: the first :data:`SHOWN` sentences as ``parse --format svg`` draws them, then how many
         more there are (a large list would otherwise make the notebook megabytes long)."""
-        figures = [f"<figure><figcaption>{parsed.ordinal}: {html.escape(' '.join(parsed.words))}</figcaption>"
+        figures = [f"<figure><figcaption>{parsed.ordinal}: {html_text(' '.join(parsed.words))}</figcaption>"
                    f"{sentence_svg(parsed.sentence)}</figure>" for parsed in self[:SHOWN]]
         if len(self) > SHOWN:
             figures.append(f"<p>… {len(self) - SHOWN:,} more sentences</p>")
@@ -176,6 +178,7 @@ def _written(parsed: Iterable[ParsedSentence], fmt: str) -> str:
     return stream.getvalue()
 
 
+@python_words
 def write(parsed: Iterable[ParsedSentence | Sentence], target: str | PathLike[str] | TextIO,
           fmt: str = "conllu", *, force: bool = False) -> int:
     """Write parsed sentences to a stream or a file in ``fmt`` (``conllu``, ``conllu-ud`` for ``--full-ud``,

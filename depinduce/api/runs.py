@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 
+from depinduce.api.words import python_words
 from depinduce.errors import DepinduceError
 from depinduce.models.bundled import RUNS_DIR, newest_finished_run
 from depinduce.training.outcome import RunOutcome, run_outcome
@@ -22,6 +23,7 @@ class RunListing:
     skipped: list[str] = field(default_factory=list)  # "warning: skipped RUN: FILE: field …", one per damaged run
 
 
+@python_words
 def list_runs(root: str | PathLike[str] = RUNS_DIR, *, measure: bool = False) -> RunListing:
     """Every training run directly under ``root`` (a folder with a run manifest).  ``measure``: measure
     right-branching's dev scores for runs that did not record them (seconds per run); by default such a run

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from depinduce.structures.sentence import Sentence
 from depinduce.api.checks import checked_record
+from depinduce.api.words import python_words
 from depinduce.errors import UsageError
 from depinduce.io import read_sentences
 from depinduce.metrics import EvalResult
@@ -80,6 +81,7 @@ def corpus_sentences(corpus: Corpus, *, check_trees: bool, role: str) -> tuple[l
     return sentences, role
 
 
+@python_words
 def evaluate(gold: Corpus, pred: Corpus, *, keep_punct: bool = False, max_length: int | None = None,
              punct_rule: str = "auto") -> Evaluation:
     """Score ``pred`` against ``gold`` as ``depinduce eval --gold GOLD --pred PRED`` does.

@@ -19,25 +19,33 @@ import os
 import re
 import selectors
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
-import click
-
+from depinduce.display import printable, say, shell_command
 from depinduce.errors import DepinduceError, RecipeError, ResourceError
 from depinduce.training.signals import stop_signals_handled
 from depinduce.data.run_files import read_manifest, read_metrics
 
 Pathish = str | PathLike[str] | None
 STOP_EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}  # 128 + the signal's number, as a shell reports a kill
+SEED_FOLDER = "seed-{seed}"  # a multi-seed run's per-seed folder under OUT
+
+
+class SeedRuns(list):  # list[Path]
+    """The seeds' run directories, in order, and ``stop``: the signal (``"SIGTERM"``) that stopped the call, when
+    one did — also when no seed got far enough to record it, so the exit code never says a stopped call ended."""
+
+    stop: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,15 +94,24 @@ def setting_strings(key: str, value: Any) -> list[str]:
     return [f"{key}={value if isinstance(value, str) else json.dumps(value)}"]
 
 
-def resume_hint(parent: Path, seeds: list[int], stopped: list[int], unstarted: list[int]) -> str:
-    """The line a multi-seed call ends with when stopped on request: what stopped, and the command resuming it."""
-    parts = [f"seed{'s' if len(stopped) > 1 else ''} {', '.join(map(str, stopped))} stopped cleanly "
-             "(checkpointed)"] if stopped else []
+def resume_hint(parent: Path, seeds: list[int], stopped: list[int], unstarted: list[int],
+                unsaved: list[int] = ()) -> str:
+    """The line a multi-seed call ends with when stopped on request: what stopped (checkpointed, or before it
+    saved anything), what never started, and the command resuming it — only where a resume can start."""
+    def seeds_of(group: Sequence[int]) -> str:
+        return f"seed{'s' if len(group) > 1 else ''} {', '.join(map(str, group))}"
+
+    parts = [f"{seeds_of(stopped)} stopped cleanly (checkpointed)"] if stopped else []
+    if unsaved:
+        parts.append(f"{seeds_of(unsaved)} stopped before {'their' if len(unsaved) > 1 else 'its'} next checkpoint "
+                     "(that training is lost)")
     if unstarted:
-        parts.append(f"seed{'s' if len(unstarted) > 1 else ''} {', '.join(map(str, unstarted))} not started")
+        parts.append(f"{seeds_of(unstarted)} not started")
     what = "stopped on request: " + ", ".join(parts)
-    return (f"{what}; continue all with `depinduce train --resume --out {parent} "
-            f"--seeds {','.join(map(str, seeds))}`")
+    if not any((parent / SEED_FOLDER.format(seed=seed) / "config.yaml").is_file() for seed in seeds):
+        return f"{what}; no seed saved its settings, so there is nothing to resume: run the same command again"
+    command = shell_command("depinduce", "train", "--resume", "--out", parent, "--seeds", ",".join(map(str, seeds)))
+    return f"{what}; continue all with `{command}`"
 
 
 # a call's values and the options that give them, in the order a child's command line has them
@@ -180,6 +197,28 @@ class _Job:
     started: float = field(default_factory=time.monotonic)
 
 
+def _with_parent() -> Callable[[], None] | None:
+    """What a seed's process runs before it starts (Linux): SIGTERM when this process dies, however it dies
+    (SIGKILL included), so a seed never trains on alone — it stops cleanly at its next step, checkpointed."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def in_child() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # this process died before the request was made
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return in_child
+
+
+_PR_SET_PDEATHSIG = 1
+
+
 def _spawn(item: SeedRun, slot: int, device: str, threads: int | None) -> _Job:
     """Start one seed's process with its stderr on a pseudo-terminal (a pipe where there are none)."""
     assert item.call is not None
@@ -194,11 +233,12 @@ def _spawn(item: SeedRun, slot: int, device: str, threads: int | None) -> _Job:
         reader, writer = os.openpty()
         tty.setraw(writer)  # no \n → \r\n translation; the bar's \r stays a \r
         fcntl.ioctl(writer, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))  # the bar's width
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=writer, env=env, start_new_session=True)
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=writer, env=env, start_new_session=True,
+                                   preexec_fn=_with_parent())
         os.close(writer)
     else:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                                   start_new_session=True)
+                                   start_new_session=True, preexec_fn=_with_parent())
         assert process.stderr is not None
         reader = process.stderr.fileno()
     return _Job(item.seed, item.run, slot, process, reader)
@@ -215,7 +255,7 @@ class _Display:
 
     def line(self, text: str) -> None:
         self._clear()
-        click.echo(text, err=True)
+        say(text)
         self._draw(self.shown)
 
     def status(self, jobs: list[_Job], *, force: bool = False) -> None:
@@ -233,7 +273,7 @@ class _Display:
             self._clear()
             self._draw(text)
         elif parts:
-            click.echo(text, err=True)
+            say(text)
 
     def close(self) -> None:
         self._clear()
@@ -242,7 +282,7 @@ class _Display:
     def _draw(self, text: str) -> None:
         self.shown = text
         if self.tty and text and not self.quiet:
-            sys.stderr.write(text[: max(20, shutil.get_terminal_size().columns - 1)])
+            sys.stderr.write(printable(text)[: max(20, shutil.get_terminal_size().columns - 1)])
             sys.stderr.flush()
 
     def _clear(self) -> None:
@@ -285,6 +325,7 @@ def _forwarded_signals(jobs: dict[int, _Job], state: dict[str, int]) -> Iterator
 
     def handler(signum: int, frame: Any) -> None:
         state["signals"] += 1
+        state["signum"] = state.get("signum") or signum
         if state["signals"] > 2:  # a third: the seeds are killed (see run_seed_jobs) and this process ends
             raise KeyboardInterrupt
         for job in jobs.values():
@@ -320,7 +361,7 @@ def _together(runs: list[Path]) -> float:
 
 
 def run_seed_jobs(plan: list[SeedRun], jobs: int, *, parent: Path, device: str, threads: int | None,
-                  quiet: bool) -> list[Path]:
+                  quiet: bool) -> SeedRuns:
     """Train the seeds of ``plan`` ``jobs`` at a time; returns every seed's run directory, in ``plan``'s order."""
     seeds = [item.seed for item in plan]
     display = _Display(quiet)
@@ -338,7 +379,7 @@ def run_seed_jobs(plan: list[SeedRun], jobs: int, *, parent: Path, device: str, 
     free = list(range(width))
     failed: list[tuple[int, int]] = []
     started: list[int] = []
-    state = {"signals": 0}
+    state = {"signals": 0, "signum": 0}
     selector = selectors.DefaultSelector()
     with _forwarded_signals(running, state):
         try:
@@ -364,6 +405,7 @@ def run_seed_jobs(plan: list[SeedRun], jobs: int, *, parent: Path, device: str, 
                     free.append(job.slot)
                     if job.process.returncode in STOP_EXIT_CODES.values():
                         state["signals"] += not state["signals"]  # stopped on request alone: start no more
+                        state["signum"] = state.get("signum") or job.process.returncode - 128
                     elif job.process.returncode != 0 and not state["signals"]:
                         failed.append((job.seed, job.process.returncode))
                 display.status(list(running.values()))
@@ -372,7 +414,7 @@ def run_seed_jobs(plan: list[SeedRun], jobs: int, *, parent: Path, device: str, 
                 job.process.kill()
             selector.close()
             display.close()
-    runs = [item.run for item in plan]
+    runs = SeedRuns(item.run for item in plan)
     if failed:
         unstarted = [item.seed for item in waiting]
         raise ResourceError(
@@ -380,11 +422,13 @@ def run_seed_jobs(plan: list[SeedRun], jobs: int, *, parent: Path, device: str, 
             f"(its lines above, 'seed S: …', say why)"
             + (f"; seeds {', '.join(map(str, unstarted))} not started" if unstarted else ""))
     if state["signals"]:
-        stopped = [seed for seed, run in zip(seeds, runs) if seed in started and _ending(run) != "completed"
-                   and _ending(run) != "early_stop"]
+        runs.stop = signal.Signals(state.get("signum") or signal.SIGTERM).name
+        ended = {seed: _ending(run) for seed, run in zip(seeds, runs) if seed in started}
+        stopped = [seed for seed, ending in ended.items() if ending == "signal"]  # it recorded its checkpoint
+        unsaved = [seed for seed, ending in ended.items() if ending not in ("signal", "completed", "early_stop")]
         unstarted = [item.seed for item in waiting]
-        if not quiet and (stopped or unstarted):
-            display.line(resume_hint(parent, seeds, stopped, unstarted))
+        if not quiet and (stopped or unsaved or unstarted):
+            display.line(resume_hint(parent, seeds, stopped, unstarted, unsaved))
     elif not quiet and 1 < len(started) <= width:  # they all ran side by side
         display.line(f"seeds {', '.join(map(str, started))}: together {_together(runs):,.0f} training tokens/s "
                      "(each run's tokens read / its seconds in training steps, added up)")

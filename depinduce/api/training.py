@@ -13,25 +13,28 @@ after another: each is exactly the run ``train --seed K --out OUT/seed-K`` makes
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from depinduce.api.checks import check_types
-from depinduce.api.seed_jobs import STOP_EXIT_CODES, SeedRun, TrainCall, resume_hint, setting_strings
+from depinduce.api.seed_jobs import (SEED_FOLDER, STOP_EXIT_CODES, SeedRun, TrainCall, resume_hint,
+                                    setting_strings)
 from depinduce.api.words import python_words
+from depinduce.display import say as shown, shell_command
 from depinduce.training.budgets import parse_token_count
-from depinduce.errors import DepinduceError, NotFoundError, ResourceError, RunDirectoryError, UsageError
+from depinduce.errors import (DepinduceError, NotFoundError, RecipeError, ResourceError, RunDirectoryError,
+                              UsageError)
 from depinduce.data.run_files import read_manifest
+from depinduce.io.outputs import folder_kind
 
 if TYPE_CHECKING:
     from depinduce.training.options import TrainResult
     from depinduce.training.run import RecordedSettings
 
-SEED_DIR = "seed-{seed}"  # a multi-seed run's per-seed folder under OUT
+SEED_DIR = SEED_FOLDER  # a multi-seed run's per-seed folder under OUT
 _DONE = ("completed", "early_stop")  # how a run ends for good; a resume starts nothing more in it
 __all__ = ["STOP_EXIT_CODES", "SEED_DIR", "SeedRun", "TrainCall", "parse_token_count", "recorded_seeds",
            "resume_hint", "seed_list", "stop_exit_code", "train"]
@@ -67,12 +70,6 @@ def train(model: str | None = None, data: str | PathLike[str] | None = None, out
     """
     from depinduce.training.budgets import checked_budgets
 
-    paths = (str, PathLike, type(None))
-    check_types(model=(model, (str, type(None))), data=(data, paths), out=(out, paths), recipe=(recipe, paths),
-                device=(device, (str,)), init_train=(init_train, paths), init_dev=(init_dev, paths),
-                warm_start=(warm_start, paths), encoder_path=(encoder_path, paths))
-    if isinstance(settings, str) or not all(isinstance(item, str) for item in settings):
-        raise UsageError("settings: expected a list of 'KEY=VALUE' strings, e.g. settings=['lr=0.001']")
     budgets = checked_budgets(max_time, max_tokens)  # the one check, for the command line and Python alike
     call = TrainCall(model=model, data=data, out=out, recipe=recipe, settings=tuple(settings), device=device,
                      threads=threads, seed=seed, resume=resume, max_time=budgets.max_time,
@@ -85,17 +82,37 @@ def train(model: str | None = None, data: str | PathLike[str] | None = None, out
         if seed is not None:
             raise UsageError("--seeds and --seed exclude each other: give the seeds as --seeds 0,1,2 (or --seeds N "
                              "for seeds 0..N-1)")
-        return _train_seeds(call, seed_list(seeds), jobs=jobs)
-    if jobs is not None:
+    elif jobs is not None:
         raise UsageError("--jobs runs several seeds at once: give the seeds with --seeds (0,1,2,3 or a count)")
-    return _train_one(call).run_dir
+    try:
+        return _train_one(call).run_dir if seeds is None else _train_seeds(call, seed_list(seeds), jobs=jobs)
+    except RecipeError as exc:
+        raise _as_keywords(exc, overrides) from None
+
+
+def _as_keywords(exc: RecipeError, overrides: Mapping[str, Any]) -> RecipeError:
+    """A recipe error about a keyword argument (``lr="fast"``, ``model_config={"nope": 1}``) in the words of that
+    argument: the recipe reads them as ``--set`` strings, which the caller never wrote."""
+    message = str(exc)
+    for key, value in overrides.items():
+        for item in setting_strings(key, value):
+            name = item.split("=", 1)[0]
+            shown = name if "." not in name else "{}[{!r}]".format(*name.split(".", 1))
+            message = message.replace(f"--set {item}", f"{shown}={item.split('=', 1)[1]}")
+            message = message.replace(f"--set {name}: unknown key;", f"{shown}: unknown keyword argument, no "
+                                                                   "recipe value of that name;")
+            message = message.replace(f"--set {name}:", f"{shown}:")
+    return exc if message == str(exc) else RecipeError(message)
 
 
 def _train_one(call: TrainCall) -> TrainResult:
     """One run through the engine; its result (how it ended matters to a multi-seed call)."""
     from depinduce.training.engine import train as run_training
     from depinduce.training.options import TrainOptions
+    from depinduce.training.run import check_run_dir
 
+    if call.resume and call.out is not None:  # first: a missing run is the problem, not the data it would need
+        check_run_dir(Path(call.out), force=call.force, resume=True)
     items = list(call.settings)
     for key, value in call.recipe_values.items():
         items.extend(setting_strings(key, value))
@@ -123,7 +140,8 @@ def _train_one(call: TrainCall) -> TrainResult:
         if lost is None:
             raise
         raise ResourceError(f"rank {distributed.launched_rank()}: lost the other ranks ({lost}); one died or was "
-                            f"stopped — `--resume --out {call.out}` continues from the last checkpoint") from None
+                            f"stopped — `{shell_command('depinduce', 'train', '--resume', '--out', call.out)}` "
+                            "continues from the last checkpoint") from None
 
 
 def seed_list(seeds: int | str | Sequence[int]) -> list[int]:
@@ -213,8 +231,6 @@ def _changes_settings(call: TrainCall) -> bool:
 def _train_seeds(call: TrainCall, seeds: list[int], *, jobs: int | None) -> list[Path]:
     """One run per seed in ``OUT/seed-K``, each exactly as a one-seed call makes it: one after another in this
     process (under torchrun, every rank in one process group), or ``jobs`` at once in processes of their own."""
-    import click
-
     from depinduce.training import distributed
 
     if jobs is not None and jobs < 1:
@@ -227,7 +243,7 @@ def _train_seeds(call: TrainCall, seeds: list[int], *, jobs: int | None) -> list
                          "values cannot change it")
     parent = _parent_dir(call.model, call.recipe, call.out, call.resume)
     quiet = call.quiet or distributed.launched_rank() != 0  # rank 0 alone says what the runs do
-    say = (lambda line: None) if quiet else (lambda line: click.echo(line, err=True))
+    say = (lambda line: None) if quiet else shown
     plan = _seed_plan(replace(call, quiet=quiet), parent, seeds)
     if jobs is not None and jobs > 1:
         from depinduce.api.seed_jobs import run_seed_jobs
@@ -271,10 +287,10 @@ def _seed_plan(call: TrainCall, parent: Path, seeds: list[int]) -> list[SeedRun]
         one: TrainCall | None
         if call.resume and _ended_for_good(run):
             one = None
-        elif call.resume and (run / "config.yaml").is_file():
+        elif call.resume and (run / "config.yaml").is_file() and (run / "last.pt").is_file():
             one = replace(common, out=run, recipe=None, resume=True)
-        elif call.resume:  # never started: the same settings as its siblings, its own seed
-            one = replace(fresh, out=run, recipe=sibling, seed=seed)
+        elif call.resume:  # never started, or stopped before its first checkpoint: (re)started as its siblings
+            one = replace(fresh, out=run, recipe=sibling, seed=seed, force=folder_kind(run) == "run")
         else:
             one = replace(call, out=run, seed=seed, seed_group=group)
         plan.append(SeedRun(seed, run, one))
@@ -283,7 +299,11 @@ def _seed_plan(call: TrainCall, parent: Path, seeds: list[int]) -> list[SeedRun]
 
 def stop_exit_code(runs: Sequence[Path]) -> int:
     """``train``'s exit code: 0, or 128 + the signal's number when a run's last (re)start ended on a stop request
-    (Ctrl-C: 130, SIGTERM: 143), so a scheduler or script never takes an interrupted run for a finished one."""
+    (Ctrl-C: 130, SIGTERM: 143) or the call was stopped before a run could record it (``SeedRuns.stop``), so a
+    scheduler or script never takes an interrupted run for a finished one."""
+    stop = getattr(runs, "stop", None)
+    if stop is not None:
+        return STOP_EXIT_CODES.get(stop, 1)
     for run in runs:
         try:
             starts = read_manifest(run / "manifest.json")["runs"]

@@ -1,5 +1,6 @@
 """The API's errors in Python's words: the library's messages name command-line options (``--set``,
-``--decoder``); called from Python, :func:`python_words` renames them to the API's parameters.  The command line
+``--decoder``); called from Python, :func:`python_words` renames them to the API's parameters (and checks the
+arguments first, :func:`depinduce.api.checks.check_arguments`).  The command line
 marks its calls with :func:`cli_words`, so its own messages stay as they are."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from depinduce.api.checks import check_arguments
 from depinduce.errors import DepinduceError, InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -94,11 +96,16 @@ def _iterate(items: Iterator[Any]) -> Iterator[Any]:
 
 
 def python_words(function: F) -> F:
-    """Re-raise the library's errors from ``function`` (and from the iterator it returns) in Python's words,
-    unless the command line is calling."""
+    """The API's boundary: check every argument against ``function``'s annotations (so ``keep_punct="no"`` is an
+    error, not True), and re-raise the library's errors from ``function`` (and from the iterator it returns) in
+    Python's words, unless the command line is calling."""
+    if getattr(function, "__python_words__", False):
+        return function
+
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            check_arguments(function, args, kwargs)
             result = function(*args, **kwargs)
         except DepinduceError as exc:
             if _IN_CLI.get():
@@ -106,6 +113,7 @@ def python_words(function: F) -> F:
             raise _renamed(exc).with_traceback(exc.__traceback__) from None
         return _iterate(result) if isinstance(result, Iterator) else result
 
+    wrapper.__python_words__ = True  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 
 

@@ -7,10 +7,10 @@ Thin: the listing and its tables are :func:`depinduce.api.catalog.model_catalog`
 
 from __future__ import annotations
 
-import json
-
 import click
+
 from depinduce.cli.common import stdout_console
+from depinduce.display import json_text, say
 
 
 @click.command("models")
@@ -22,8 +22,7 @@ def models_command(as_json: bool) -> None:
     (how each ended, its selected dev score beside right-branching's) and the bundled model's card."""
     from depinduce.api.catalog import list_models, model_catalog  # reads run folders only when the command runs
 
-    warn = lambda line: click.echo(line, err=True)  # noqa: E731
     if as_json:
-        click.echo(json.dumps(list_models(warn), indent=2, ensure_ascii=False))
+        click.echo(json_text(list_models(say), indent=2))
         return
-    model_catalog(warn).render(stdout_console())
+    model_catalog(say).render(stdout_console())

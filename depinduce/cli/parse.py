@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from depinduce.display import say
 from depinduce.api.choices import DEFAULT_MAX_WORDS, OUTPUT_FORMATS
 from depinduce.cli.decoders import DecoderOption
 from depinduce.errors import UsageError
@@ -78,15 +79,12 @@ def parse_command(model: str | None, input_path: str, fmt: str, full_ud: bool, d
     if model is None:  # said before loading, so a failure to load names the model that was picked
         choice = default_model_choice()
         for warning in choice.warnings:
-            click.echo(warning, err=True)
-        click.echo(choice.reason, err=True)
+            say(warning)
+        say(choice.reason)
         model = choice.target
     parser = load(model, device=device, seed=seed, channel=channel, iterations=iterations)
-    parse_to(parser, input_path, sys.stdout, fmt=fmt, full_ud=full_ud, decoder=decoder, say=_say,
+    parse_to(parser, input_path, sys.stdout, fmt=fmt, full_ud=full_ud, decoder=decoder, say=say,
              input_format=input_format, batch_size=batch_size, tokenized=tokenized, max_words=max_words,
              progress=not quiet, init=init, probs=probs)
 
-
-def _say(line: str) -> None:
-    click.echo(line, err=True)
 

@@ -8,6 +8,7 @@ import click
 
 from depinduce.api.reporting.plot import X_AXES
 from depinduce.api.reporting.render import FORMATS, LAYOUTS
+from depinduce.display import say
 
 
 @click.command("report")
@@ -46,5 +47,5 @@ def report_command(run_dirs: tuple[Path, ...], tests: tuple[Path, ...], labels: 
 
     text = report_runs(run_dirs, tests=tests, labels=labels, fmt=fmt, layout=layout, notes=notes, plot=plot_path,
                        x_axis=x_axis, metric=metric, force=force, decoder=decoder, device=device, threads=threads,
-                       warn=lambda line: click.echo(line, err=True))
+                       warn=say)
     click.echo(text, nl=False)

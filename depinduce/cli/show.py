@@ -10,6 +10,8 @@ import sys
 
 import click
 
+from depinduce.display import say
+
 
 @click.command("show")
 @click.argument("path", metavar="FILE")
@@ -48,7 +50,7 @@ def show_command(path: str, gold_path: str | None, html_out: str | None, sentenc
     if fmt == "svg":
         assert out_dir is not None
         count = show(path, out_dir, fmt="svg", gold=gold_path, sentence=sentence, force=force)
-        click.echo(f"{count} SVG file(s) written to {out_dir}", err=True)
+        say(f"{count} SVG file(s) written to {out_dir}")
         return
     if fmt == "text":
         use_color = sys.stdout.isatty() if color is None else color

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from os import PathLike
 from typing import Any
 
 import yaml
 
+from depinduce.display import json_text
 from depinduce.errors import DepinduceError, InputError, NotFoundError, ResourceError
 
 
@@ -126,9 +128,48 @@ def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
+# YAML 1.2's core schema, not PyYAML's YAML 1.1: ``010`` is ten (1.1: eight), ``on``/``off``/``yes``/``no`` are
+# words (1.1: booleans), ``1e-3`` is a number (1.1: a string), and ``1:20``, ``1_000`` and ``2024-01-02`` stay
+# the text they are (1.1: 80, 1000 and a date) — a recipe means what it says
+_CORE = [
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    ("tag:yaml.org,2002:float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                                r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+0123456789."),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+]
+_UniqueKeyLoader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in _CORE:
+    _UniqueKeyLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+
+
+def _core_int(loader: _UniqueKeyLoader, node: yaml.ScalarNode) -> int:
+    text = loader.construct_scalar(node)
+    if text[:2] in ("0o", "0x"):
+        return int(text[2:], 8 if text[1] == "o" else 16)
+    return int(text, 10)  # leading zeros are decimal
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _core_int)
+
+
+class _SettingsDumper(yaml.SafeDumper):
+    """PyYAML's writer, quoting too what YAML 1.2 reads as no string (``1e-3``), so a file depinduce writes reads
+    back the same under either version."""
+
+
+for _tag, _pattern, _first in _CORE:
+    _SettingsDumper.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+
+
+def dump_yaml(data: Any) -> str:
+    """``data`` as the YAML depinduce writes (``config.yaml``): keys in order, Unicode as is."""
+    return yaml.dump(data, Dumper=_SettingsDumper, sort_keys=False, allow_unicode=True)
+
 
 def load_yaml(text: str, path: str | PathLike[str]) -> Any:
-    """Parse YAML safely, refusing duplicate keys; any problem is one line ``FILE:LINE: not valid YAML: …``."""
+    """Parse YAML safely under YAML 1.2's core schema (``_CORE``), refusing duplicate keys; any problem is one line
+    ``FILE:LINE: not valid YAML: …``."""
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except RecursionError:  # flow collections nest in the scanner too, before any node is composed
@@ -142,4 +183,4 @@ def load_yaml(text: str, path: str | PathLike[str]) -> Any:
 
 def to_json_text(data: Any) -> str:
     """The JSON form depinduce writes: UTF-8 as is, one-space indent, a final newline."""
-    return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+    return json_text(data, indent=1) + "\n"

@@ -54,14 +54,20 @@ def read_gold(path: str, fmt: str = "auto", *, head_rules: str = "penn2malt") ->
 
 def _trees(text: str, name: str, head_rules: str) -> list[Sentence]:
     """Labelled PTB trees with heads by the head rules (the reader of ``preprocess ptb``)."""
-    from depinduce.data.ptb import read_mrg  # nltk's corpus reader: only for trees
+    from depinduce.data.ptb import read_mrg, split_trees  # nltk's corpus reader: only for trees
 
     rules = get_head_rules(head_rules)
     roots = parse_bracket_nodes(text, name)
     if roots and not looks_labelled(roots):
         raise InputError(name, roots[0].line, "unlabelled trees have no phrase labels or tags for head rules; "
                                               "convert needs labelled PTB trees (such as .mrg files)")
-    return read_mrg(text.encode("utf-8"), name, rules=rules)
+    sentences = read_mrg(text.encode("utf-8"), name, rules=rules)
+    kept = {int(s.sent_id.rsplit(":", 1)[1]) for s in sentences if s.sent_id}
+    for number, tree in enumerate(split_trees(text, name), start=1):
+        if number not in kept:  # dropped, the gold would pair every later parse with the wrong sentence
+            raise InputError(name, tree.line, f"tree {number} has no words (only traces or empty elements); a gold "
+                                              "file needs a word in every tree, so that the parses line up with it")
+    return sentences
 
 
 def for_scorers(sentences: Sequence[Sentence], name: str) -> list[Sentence]:

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -17,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from depinduce.checksum import sha256_file
+from depinduce.display import say
 from depinduce.errors import ResourceError, UsageError
 from depinduce.io.outputs import DATASET_FORMAT, check_replaceable_folder
 from depinduce.locking import check_force_target, exclusive, make_parent
@@ -61,7 +61,7 @@ def staged_output(out: Path, force: bool) -> Iterator[Path]:
     for stale in sorted(out.parent.glob(f".{glob.escape(out.name)}.*.partial")):
         # the caller holds the folder's lock, so no live process is writing these: leftovers of a killed run
         shutil.rmtree(stale, ignore_errors=True)
-        print(f"removed {stale}, left half-written by an interrupted preprocess", file=sys.stderr)
+        say(f"removed {stale}, left half-written by an interrupted preprocess")
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     except OSError as exc:

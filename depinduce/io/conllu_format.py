@@ -339,12 +339,16 @@ def conllu_tokens(sentence: Sentence, ordinal: int, sent_ids: SentIds) -> TokenL
 
 def _add_head_probs(sentence: Sentence, words: list[Token]) -> None:
     """``parse --probs``: append ``HeadProb=`` (the chosen head's probability, 4 decimals) to each word's MISC,
-    after what it holds (``SpaceAfter=No`` …), in a new dict so the sentence's source stays as it was."""
+    after what it holds (``SpaceAfter=No`` …), in a new dict so the sentence's source stays as it was.  A
+    ``HeadProb`` the input carried (an earlier ``--probs`` parse) is dropped from every word first: it belongs
+    to heads this parse replaced, and a word with no probability now (punctuation, no ``--probs``) gets none."""
     for index, token in enumerate(words):
+        misc = token.get("misc")
+        kept = {k: v for k, v in misc.items() if k != "HeadProb"} if isinstance(misc, dict) else {}
         prob = sentence.head_prob(index)
         if prob is not None:
-            misc = token.get("misc")
-            token["misc"] = {**(misc if isinstance(misc, dict) else {}), "HeadProb": f"{prob:.4f}"}
+            kept["HeadProb"] = f"{prob:.4f}"
+        token["misc"] = kept or (None if isinstance(misc, dict) or misc is None else misc)
 
 
 def without_enhanced_graph(tokens: TokenList) -> TokenList:

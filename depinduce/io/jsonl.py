@@ -5,15 +5,16 @@ generates), ``words``, ``heads`` (1-based, 0 = ROOT, or null), ``deprels`` (as g
 CoNLL writers nothing is invented), ``tree`` (the bracket string of :func:`tree_to_brackets`, or null); with
 ``parse --probs`` also ``head_probs``: per word, its head distribution ``[p(ROOT), p(word 1), …, p(word n)]``
 (6 decimals), or null for punctuation, which depinduce attaches by rule rather than by the model.
-Non-ASCII characters are written as themselves (UTF-8), not escaped.
+Non-ASCII characters are written as themselves (UTF-8), not escaped, but for the controls, separators and
+invisible characters of :func:`depinduce.display.json_text`: a record is one line whatever splits lines.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from depinduce.display import json_text
 from depinduce.structures.sentence import Sentence
 from depinduce.io.brackets import tree_to_brackets
 
@@ -36,5 +37,5 @@ def write_jsonl(sentences: Iterable[Sentence], stream: TextIO) -> int:
     """Write one JSON object per line; returns how many sentences were written."""
     count = 0
     for count, sentence in enumerate(sentences, start=1):
-        stream.write(json.dumps(sentence_to_json(sentence, count), ensure_ascii=False) + "\n")
+        stream.write(json_text(sentence_to_json(sentence, count)) + "\n")
     return count

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -22,6 +23,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from depinduce import display
 from depinduce.errors import NotFoundError, ResourceError, RunDirectoryError, UsageError
 
 DATASET_FORMAT = "depinduce-dataset"
@@ -128,14 +130,69 @@ def _in_place(path: Path, mode: str) -> Iterator[IO[Any]]:
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (see :func:`atomic_file`)."""
-    with atomic_file(path, "wb") as stream:
+    """Write ``data`` to ``path``, a file depinduce keeps in a folder of its own, atomically (see
+    :func:`atomic_file` and :func:`kept_file`)."""
+    with atomic_file(kept_file(path), "wb") as stream:
         stream.write(data)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    with atomic_file(path, "w") as stream:
+    """:func:`atomic_write_bytes` for text."""
+    with atomic_file(kept_file(path), "w") as stream:
         stream.write(text)
+
+
+# ------------------------------------------------------------------------------- files inside depinduce's folders
+
+
+def kept_file(path: str | os.PathLike[str]) -> Path:
+    """``path``, a file depinduce keeps in a run or dataset folder (a log, a checkpoint, scores), when nothing but a
+    regular file is there: a symbolic link (which would carry the write out of the folder) or a FIFO or device
+    (which would take it in place) is refused in one line, naming the file."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return Path(path)
+    except OSError as exc:
+        raise write_failure(path, exc) from None
+    if stat.S_ISLNK(info.st_mode):
+        raise RunDirectoryError(f"{path}: is a symbolic link; depinduce writes the files of its runs and datasets "
+                                "only inside their folder, never through a link (remove the link)")
+    if not stat.S_ISREG(info.st_mode):
+        raise RunDirectoryError(f"{path}: is not a regular file (a folder, FIFO or device); depinduce writes the "
+                                "files of its runs and datasets only as regular files (move it away)")
+    return Path(path)
+
+
+def append_file(path: str | os.PathLike[str]) -> IO[str]:
+    """``path`` (a :func:`kept_file`) opened to append UTF-8 text; a link swapped in after the check is refused by
+    the open itself (``O_NOFOLLOW``)."""
+    target = kept_file(path)
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            kept_file(path)  # a link now: say so
+        raise write_failure(path, exc) from None
+    return os.fdopen(fd, "a", encoding="utf-8", newline="\n")
+
+
+def kept_folder(path: str | os.PathLike[str]) -> Path:
+    """A folder depinduce keeps inside a run (``tensorboard/``), made when missing, and refused in one line when it
+    is a symbolic link, no folder, or cannot be written (a read-only folder is found before anything writes)."""
+    folder = Path(path)
+    if folder.is_symlink():
+        raise RunDirectoryError(f"{path}: is a symbolic link; depinduce writes the files of its runs only inside "
+                                "their folder, never through a link (remove the link)")
+    try:
+        folder.mkdir(exist_ok=True)
+        if not folder.is_dir():
+            raise UsageError(f"{path}: is not a folder; move it away")
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise write_failure(path, exc) from None
+    return folder
 
 
 def written_file(path: str | os.PathLike[str], force: bool,
@@ -183,7 +240,9 @@ def _foreign_entries(folder: Path) -> list[str]:
 def check_replaceable_folder(folder: str | os.PathLike[str], force: bool, kind: str,
                              advice: str = "use --force to replace it") -> None:
     """Refuse an existing, non-empty ``folder`` unless ``force`` and depinduce made it as a ``kind``
-    (``"dataset"`` or ``"run"``); a dataset holding files its manifest does not list is refused too."""
+    (``"dataset"`` or ``"run"``); a dataset holding files its manifest does not list is refused too.  Without
+    ``force``, ``advice`` (the options that would be taken) is offered only where ``force`` would be: a folder
+    it would refuse gets the reason instead, never an option that is then refused."""
     path = Path(folder)
     if not (path.exists() or path.is_symlink()):
         return
@@ -195,16 +254,23 @@ def check_replaceable_folder(folder: str | os.PathLike[str], force: bool, kind: 
         raise ResourceError(f"{folder}: cannot read the folder ({exc.strerror or exc})") from None
     if empty:
         return
-    if not force:
+    refusal = _force_refusal(path, kind)
+    if refusal is None and not force:
         raise RunDirectoryError(f"{folder} already exists; {advice}")
+    if refusal is not None:
+        raise RunDirectoryError(f"{folder}: {refusal}" if force else f"{folder} already exists and is {refusal}")
+
+
+def _force_refusal(path: Path, kind: str) -> str | None:
+    """What the folder is that ``--force`` may not replace, and what to do instead; None when it may."""
     found = folder_kind(path)
     if found != kind:
         what = f"a depinduce {found}, not a {kind}" if found else \
             f"not a {kind} depinduce wrote (no depinduce manifest.json)"
-        raise RunDirectoryError(f"{folder}: {what}; --force replaces only a {kind} depinduce wrote, so choose "
-                                "another --out or move the folder away yourself")
-    if kind == "dataset":
-        foreign = _foreign_entries(path)
-        if foreign:
-            raise RunDirectoryError(f"{folder}: --force would delete {foreign[0]!r}, which the dataset's "
-                                    "manifest.json does not list (not written by depinduce); move it away first")
+        return f"{what}; --force replaces only a {kind} depinduce wrote, so choose another --out or move the " \
+               "folder away yourself"
+    foreign = _foreign_entries(path) if kind == "dataset" else []
+    if foreign:
+        return f"a dataset holding {display.quote(foreign[0])}, which its manifest.json does not list (not " \
+               "written by depinduce) and --force would delete; move it away first"
+    return None

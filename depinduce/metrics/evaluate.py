@@ -9,11 +9,11 @@ numbers cannot drift apart.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 
+from depinduce.display import json_text
 from depinduce.data.normalize import Normalization
 from depinduce.data.punct import is_punct_form, sentence_punct_mask, sentence_punct_rule
 from depinduce.structures.sentence import Sentence
@@ -107,7 +107,7 @@ class EvalResult:
 
     def to_json(self, indent: int | None = 2) -> str:
         """The result as a JSON document (what ``depinduce eval --json`` prints)."""
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        return json_text(self.to_dict(), indent=indent)
 
 
 def evaluate(

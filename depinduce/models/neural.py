@@ -19,6 +19,7 @@ loaded with ``weights_only=True``), and ``tags.json`` for backends with ``needs_
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -30,13 +31,16 @@ import torch
 from depinduce.data.run_files import read_run_config
 from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
-from depinduce.errors import InputError, ModelError, NotFoundError, RecipeError
+from depinduce.display import quote
+from depinduce.errors import InputError, ModelError, NotFoundError, RecipeError, ResourceError
 from depinduce.models.base import Backend, ParseScores
 from depinduce.models.layers.kernels import rows_linear
 from depinduce.models.lazy import forward_attributes
 
 # The masked-LM contract lives with the other objectives' (contracts.py imports this module, so it is forwarded).
 __getattr__ = forward_attributes(__name__, {"MaskedLMBackend": "depinduce.models.contracts"})
+# torch's allocator refusal, with the size asked for: "… you tried to allocate 140000000000 bytes"
+_ALLOCATION = re.compile(r"tried to allocate (\d+) bytes")
 
 
 def build_config(config_class: type, values: Mapping[str, Any] | None, *, where: str) -> Any:
@@ -69,6 +73,12 @@ def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
         raise ModelError(f"{path}: not a readable depinduce checkpoint ({exc.__class__.__name__})") from exc
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ModelError(f"{path}: not a model state dict")
+    odd = next((k for k, v in state.items() if v.is_complex() or v.layout != torch.strided or v.is_meta), None)
+    if odd is not None:  # copied into the model, torch would warn and drop the imaginary part, or fail
+        tensor = state[odd]
+        kind = tensor.dtype if tensor.is_complex() else "meta" if tensor.is_meta else tensor.layout
+        raise ModelError(f"{path}: not a model state dict: {quote(odd)} is a {str(kind).removeprefix('torch.')} "
+                         "tensor; weights are dense real numbers")
     return state
 
 
@@ -123,13 +133,20 @@ class NeuralBackend(Backend, torch.nn.Module):
     @classmethod
     def from_config(cls, values: Mapping[str, Any] | None, vocab: Vocab, *, where: str = "recipe",
                     tags: TagVocab | None = None) -> "NeuralBackend":
-        """A freshly initialised model from recipe values (the dataclass defaults fill the rest)."""
+        """A freshly initialised model from recipe values (the dataclass defaults fill the rest); sizes whose
+        weights cannot be allocated are one line naming ``where`` and the size asked for."""
         config = build_config(cls.config_class, values, where=where)
-        if not cls.needs_tags:
-            return cls(config, vocab)
-        if tags is None:
+        if cls.needs_tags and tags is None:
             raise ModelError(f"model '{cls.name}' needs UPOS/label vocabularies (tags.json)")
-        return cls(config, vocab, tags)  # type: ignore[call-arg]
+        try:
+            return cls(config, vocab) if not cls.needs_tags else cls(config, vocab, tags)  # type: ignore[call-arg]
+        except (MemoryError, RuntimeError) as exc:
+            asked = _ALLOCATION.search(str(exc))
+            if not isinstance(exc, (MemoryError, torch.OutOfMemoryError)) and asked is None:
+                raise
+            size = f" ({int(asked.group(1)) / 2**30:,.1f} GiB for one tensor)" if asked else ""
+            raise ResourceError(f"{where}: model '{cls.name}' cannot allocate its weights{size}: the model_config "
+                                "sizes are too large for this machine's memory; make them smaller") from None
 
     @classmethod
     def load(cls, run_dir: Path | None, *, device: str = "cpu", seed: int = 0) -> "NeuralBackend":

@@ -8,11 +8,13 @@ lists them without importing the backend and torch.  This module imports torch o
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, distributions
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from depinduce.data.run_files import read_run_config
 from depinduce.errors import ModelError
@@ -37,7 +39,7 @@ class Registration:
         from depinduce.models.base import Backend
 
         try:
-            cls = self.entry_point.load()
+            cls = load_plugin(self.entry_point)
         except Exception as exc:  # a broken plugin must not take the CLI down with a traceback
             raise ModelError(
                 f"backend '{self.name}' from {self.provider} failed to load ({self.entry_point.value}): {exc}"
@@ -47,6 +49,17 @@ class Registration:
                 f"backend '{self.name}' from {self.provider} ({self.entry_point.value}) is not a depinduce Backend"
             )
         return cls
+
+
+def load_plugin(ep: EntryPoint) -> Any:
+    """What ``ep`` names, imported so that the plugin's own code cannot speak for depinduce: what it prints goes to
+    stderr (stdout is the command's, ``models --json`` must stay JSON), and a ``sys.exit`` in it is a failure to
+    load, not the end of the command."""
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            return ep.load()
+    except SystemExit as exc:
+        raise RuntimeError(f"it called sys.exit({exc.code!r}) while being imported") from None
 
 
 def scan_entry_points(group: str) -> tuple[list[EntryPoint], list[str]]:
@@ -112,7 +125,7 @@ def declared_decoders() -> dict[str, dict[str, str]]:
         if ep.name not in registered or ep.name in out:
             continue
         try:
-            declared = ep.load()
+            declared = load_plugin(ep)
         except Exception:  # a broken plugin must not take help down
             continue
         if isinstance(declared, Mapping) and all(isinstance(v, str) for v in (*declared, *declared.values())):

@@ -4,13 +4,13 @@ for the picture as a whole and the writers)."""
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from nltk import Tree
 
+from depinduce.display import html_text
 from depinduce.pictures.compare import Marks
 from depinduce.pictures.layout import Arc, arc_levels, arcs_to_draw, display_width, pack_rows
 from depinduce.structures.sentence import Sentence
@@ -41,13 +41,15 @@ STYLE = """
 .missing text{font:10px sans-serif;fill:#a50}
 """.strip()
 
-# Every char outside XML 1.0's Char production (C0 controls, surrogates, U+FFFE/FFFF) would make the SVG unreadable.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# The chars outside XML 1.0's Char production that :func:`~depinduce.display.html_text` leaves (surrogates,
+# U+FFFE/FFFF) would make the SVG unreadable.
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
 
 
 def escape(text: str) -> str:
-    """Text or attribute content for XML: ``< > & " '`` as entities, characters XML forbids as U+FFFD."""
-    return html.escape(_NOT_XML.sub("\ufffd", text), quote=True)
+    """Text or attribute content for XML: the one HTML policy (:func:`~depinduce.display.html_text`: entities,
+    controls as visible escapes), and characters XML forbids as U+FFFD."""
+    return _NOT_XML.sub("\ufffd", html_text(text))
 
 
 def _text_px(text: str, size: int) -> float:

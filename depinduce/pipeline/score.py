@@ -36,6 +36,7 @@ def check_finite(scores: ParseScores, sentence: Sentence, k: int, backend: Backe
             continue
         values = torch.as_tensor(tensor)
         if values.is_floating_point() and (values.isnan().any() or values.isposinf().any()):
-            raise ModelError(f"{source}:{sentence.line or '?'}: sentence {sentence.sent_id or k + 1}: model "
+            where = source if sentence.line is None else f"{source}:{sentence.line}"  # never a made-up line
+            raise ModelError(f"{where}: sentence {sentence.sent_id or k + 1}: model "
                              f"'{backend.name}' gave non-finite {name} scores (NaN or infinity), so it cannot be "
                              "parsed; the model's weights or this sentence's length may overflow its numbers")

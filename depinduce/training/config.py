@@ -23,9 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from depinduce.data.files import load_yaml, read_text_file
+from depinduce.data.files import dump_yaml, load_yaml, read_text_file
 from depinduce.display import quote, shorten
 from depinduce.errors import InputError, RecipeError, RunDirectoryError, UsageError
 from depinduce.training.settings.groups import (  # noqa: F401 (the metric sets: the engine imports them from here)
@@ -46,7 +44,7 @@ class ResolvedConfig:
     def to_yaml(self) -> str:
         data = {"model": self.model, "model_config": _plain(self.model_config),
                 "train": _plain(self.train.flat())}
-        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        return dump_yaml(data)
 
 
 # ---------------------------------------------------------------------------------------- recipe loading

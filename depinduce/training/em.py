@@ -83,7 +83,7 @@ class EMLoop:
         self.batches = batching.eval_order([len(r) for r in self.rows], cfg.batches.batch_tokens)
         self.dev_treebank = DevTreebank.load(run.data_dir) if cfg.selection.dev_parse else DevTreebank()
         if model_class.tag_column(model_config) == "upos":  # dev.trees has Penn tags: no UF1 for UPOS
-            self.dev_treebank = DevTreebank(self.dev_treebank.dependencies, None)
+            self.dev_treebank = DevTreebank(self.dev_treebank.dependencies, None, self.dev_treebank.folder)
         self._check_selection()
         self.progress = Progress()
         self.previous_loss: float | None = None

@@ -39,6 +39,11 @@ class DevTreebank:
 
     dependencies: list[Sentence] | None = None
     trees: list[Sentence] | None = None
+    folder: Path | None = None  # the data folder, named in errors about its sentences
+
+    def source(self, name: str) -> str:
+        """How an error names the dev file ``name`` (``dev.conllu``, ``dev.trees``): its path."""
+        return name if self.folder is None else str(self.folder / name)
 
     @classmethod
     def load(cls, data_dir: Path) -> "DevTreebank":
@@ -49,7 +54,7 @@ class DevTreebank:
             dependencies = None
         if constituents is not None and not any(s.tree is not None for s in constituents):
             constituents = None
-        return cls(dependencies or None, constituents or None)
+        return cls(dependencies or None, constituents or None, data_dir)
 
     def available(self, backend: type[Backend] | Backend) -> set[str]:
         """The dev metrics this gold annotation and this backend's capabilities allow."""
@@ -101,13 +106,14 @@ def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str,
         order = _length_order(dev.dependencies)
         gold = [dev.dependencies[k] for k in order]
         pred = [Sentence(words=list(s.words), xpos=s.xpos, upos=s.upos, metadata=dict(s.metadata),
-                         sent_id=s.sent_id) for s in gold]
+                         sent_id=s.sent_id, line=s.line) for s in gold]
         hidden = [sentence_punct_mask(s) for s in pred]  # before the parse marks punctuation in UPOS
-        _parsed(pred, backend, ParseRequest(fmt="conllu", decoder=decoder, batch_size=PARSE_BATCH),
+        _parsed(pred, backend, ParseRequest(fmt="conllu", decoder=decoder, batch_size=PARSE_BATCH,
+                                            source=dev.source("dev.conllu")),
                 what="dependencies", progress=progress, init=None if init is None else [init[k] for k in order])
         if dev.trees and "dev_uf1" in wanted and init is None:
             trees = trees_from_heads(backend, dict(zip(order, zip(pred, hidden))), dev.trees)
-        metrics = evaluate(gold, pred, gold_path="dev.conllu", pred_path="model").metrics()
+        metrics = evaluate(gold, pred, gold_path=dev.source("dev.conllu"), pred_path="model").metrics()
         out.update(dev_dda=metrics["dda"], dev_uda=metrics["uda"], dev_root_accuracy=metrics["root_accuracy"],
                    dev_well_formed=metrics["well_formed"])
         if "dev_las" in wanted:
@@ -119,16 +125,17 @@ def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str,
             pred = [trees[k] for k in tree_order]
         else:
             pred = [_tree_input(s) for s in gold]
-            _parsed(pred, backend, ParseRequest(fmt="brackets", decoder=decoder, batch_size=PARSE_BATCH),
+            _parsed(pred, backend, ParseRequest(fmt="brackets", decoder=decoder, batch_size=PARSE_BATCH,
+                                                source=dev.source("dev.trees")),
                     what="trees", progress=progress)
-        metrics = evaluate(gold, pred, gold_path="dev.trees", pred_path="model").metrics()
+        metrics = evaluate(gold, pred, gold_path=dev.source("dev.trees"), pred_path="model").metrics()
         out.update(dev_uf1=metrics["uf1_sentence"], dev_uf1_corpus=metrics["uf1_corpus"])
     return out
 
 
 def _tree_input(gold: Sentence) -> Sentence:
     """What the bracket parse of a dev.trees sentence is given: its words and Penn tags."""
-    return Sentence(words=list(gold.words), xpos=gold.xpos, metadata={"punct_rule": "ptb"})
+    return Sentence(words=list(gold.words), xpos=gold.xpos, metadata={"punct_rule": "ptb"}, line=gold.line)
 
 
 def trees_from_heads(backend: Backend, parsed: dict[int, tuple[Sentence, list[bool]]],

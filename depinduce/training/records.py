@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from depinduce.display import printable_lines
 from depinduce.errors import ResourceError
-from depinduce.io.outputs import write_failure
+from depinduce.io.outputs import append_file, kept_folder, write_failure
 
 LOG_NAME = "train.log"
 TENSORBOARD_DIR = "tensorboard"
@@ -36,7 +37,7 @@ class TrainLog:
         self.path: Path | None = None
 
     def __call__(self, message: str) -> None:
-        self.echo(message)
+        self.echo(printable_lines(message))  # a run folder's or a token's control characters, escaped
         self.file_only(message)
 
     def file_only(self, message: str) -> None:
@@ -55,10 +56,7 @@ class TrainLog:
         if not self.keep:
             return
         self.path = path
-        try:
-            self.stream = path.open("a", encoding="utf-8")
-        except OSError as exc:
-            raise write_failure(path, exc) from None
+        self.stream = append_file(path)  # never through a link out of the run folder
         pending, self.pending = self.pending, []
         self._write("".join(pending))
 
@@ -86,6 +84,7 @@ class TensorBoard:
     """Every number of every ``metrics.jsonl`` record as a TensorBoard scalar at the record's step."""
 
     def __init__(self, directory: Path) -> None:
+        kept_folder(directory)  # first: a link out of the run or a read-only folder is one line, not a traceback
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:

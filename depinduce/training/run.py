@@ -29,13 +29,16 @@ from typing import Any
 import torch
 
 import depinduce
+from depinduce.display import json_text
 from depinduce.checksum import sha256_file
 from depinduce.data.files import VOCAB_MAX_BYTES, read_text_file, try_read_json
 from depinduce.data.run_files import read_manifest as read_run_manifest, read_metrics as read_run_metrics
 from depinduce.errors import DepinduceError, ResourceError, RunDirectoryError, UsageError
 from depinduce.locking import absolute
-from depinduce.io.outputs import RUN_FORMAT, check_replaceable_folder, write_failure
+from depinduce.io.outputs import (RUN_FORMAT, append_file, check_replaceable_folder, folder_kind, kept_file,
+                                  write_failure)
 from depinduce.training.checkpoint import atomic_write_text
+from depinduce.training.records import TENSORBOARD_DIR
 
 RUN_FILES = ("config.yaml", "vocab.json", "tags.json", "model.pt", "last.pt", "metrics.jsonl", "manifest.json",
              "train.log")
@@ -55,17 +58,33 @@ def check_run_dir(run_dir: Path, *, force: bool, resume: bool, data_dir: Path | 
             raise UsageError(f"--out {run_dir} and --data {data_dir} overlap; a run directory must be a folder "
                              "of its own, apart from the data")
     if resume:
-        if not (run_dir / "config.yaml").is_file():
-            raise RunDirectoryError(f"{run_dir}: not a run directory (no config.yaml); nothing to resume")
-        last = run_dir / "last.pt"
-        if last.exists() and not last.is_file():
-            raise RunDirectoryError(f"{last}: is not a file; the run's checkpoint must be a file")
-        if not last.is_file():
-            raise RunDirectoryError(f"{run_dir}: no last.pt; the run never reached its first checkpoint — "
-                                    "start over with --force")
+        check_resumable(run_dir)
         return
     # a run is recognised by its manifest, never by a file name: a folder of the user's is refused even with --force
-    check_replaceable_folder(run_dir, force, "run", "use --resume to continue it or --force to start over")
+    advice = "use --resume to continue it or --force to start over" if _resumable(run_dir) else \
+        "it has no checkpoint to resume from (no last.pt); use --force to start over"
+    check_replaceable_folder(run_dir, force, "run", advice)
+
+
+def check_resumable(run_dir: Path) -> None:
+    """``--resume`` needs a run with a checkpoint; the refusal says what the folder is and what may be done."""
+    if not run_dir.exists():
+        raise RunDirectoryError(f"{run_dir}: no such run; nothing to resume (start it without --resume)")
+    if not (run_dir / "config.yaml").is_file():
+        raise RunDirectoryError(f"{run_dir}: not a run directory (no config.yaml); nothing to resume")
+    last = run_dir / "last.pt"
+    if last.exists() and not last.is_file():
+        raise RunDirectoryError(f"{last}: is not a file; the run's checkpoint must be a file")
+    for name in RUN_FILES:  # before any work: a link out of the run is refused now, not at the first write
+        kept_file(run_dir / name)
+    if not last.is_file():
+        start_over = "start over with --force" if folder_kind(run_dir) == "run" else \
+            "move the folder away and start the run again"
+        raise RunDirectoryError(f"{run_dir}: no last.pt; the run never reached its first checkpoint — {start_over}")
+
+
+def _resumable(run_dir: Path) -> bool:
+    return (run_dir / "config.yaml").is_file() and (run_dir / "last.pt").is_file()
 
 
 def clear_run_files(run_dir: Path) -> None:
@@ -74,8 +93,9 @@ def clear_run_files(run_dir: Path) -> None:
         (run_dir / name).unlink(missing_ok=True)
     for leftover in run_dir.glob(".*.tmp"):
         leftover.unlink(missing_ok=True)
-    for events in run_dir.glob("tensorboard/events.out.tfevents.*"):  # train.tensorboard's, from the old run
-        events.unlink(missing_ok=True)
+    if not (run_dir / TENSORBOARD_DIR).is_symlink():  # a link's files are not the run's to delete
+        for events in run_dir.glob(f"{TENSORBOARD_DIR}/events.out.tfevents.*"):  # train.tensorboard's, old run
+            events.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -268,9 +288,9 @@ class RunDir:
     # ----------------------------------------------------------------------------------------- metrics
 
     def append_metrics(self, record: Mapping[str, Any]) -> None:
-        line = json.dumps({k: _finite(v) for k, v in record.items()}, ensure_ascii=False)
+        line = json_text({k: _finite(v) for k, v in record.items()})
         try:
-            with self.metrics.open("a", encoding="utf-8") as stream:
+            with append_file(self.metrics) as stream:  # never through a link out of the run folder
                 stream.write(line + "\n")
                 stream.flush()
         except OSError as exc:
@@ -285,7 +305,7 @@ class RunDir:
     def trim_metrics(self, max_step: int) -> None:
         """On resume: drop evaluations made after the checkpoint being resumed (they will be redone)."""
         kept = [r for r in self.read_metrics() if r["step"] <= max_step]
-        atomic_write_text(self.metrics, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+        atomic_write_text(self.metrics, "".join(json_text(r) + "\n" for r in kept))
 
 
 def command_line(argv: Iterable[str] | None = None) -> list[str]:

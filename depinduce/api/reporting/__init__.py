@@ -16,8 +16,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-import click
-
+from depinduce.display import say
 from depinduce.errors import NotFoundError, UsageError
 from depinduce.api.reporting.aggregate import Group, attach_papers, group_runs, stop_point_notes, test_labels
 from depinduce.api.reporting.render import FORMATS, as_dict, render
@@ -34,7 +33,7 @@ SD_NOTE = ("sd: the sample standard deviation over a group's runs (n − 1 in th
 
 
 def _stderr(line: str) -> None:
-    click.echo(line, err=True)
+    say(line)
 
 
 @dataclass

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from depinduce.display import shown_name
 from depinduce.errors import UsageError
 from depinduce.api.reporting.papers import PaperFigure, paper_figures
 from depinduce.api.reporting.runs import Run
@@ -116,16 +116,34 @@ def _labels(groups: list[Group]) -> None:
 
 
 def test_labels(tests: list[Path], given: Sequence[str] = ()) -> dict[Path, str]:
-    """Short names of the test files (resolved path → name) for the table: ``given`` (one per file, in order),
-    else each file's stem, with its folder's name in front where two files share a stem — an absolute path
-    would run a LaTeX table far past the text width."""
+    """Short names of the test files (resolved path → name) for the table, one per file and never one for two:
+    ``given`` (one per file, in order; a label given to two files is refused), else each file's stem, with as
+    many of its folders in front as tell it from the files of the same stem — an absolute path would run a
+    LaTeX table far past the text width."""
     unique = list(dict.fromkeys(path.resolve() for path in tests))
     if given:
         if len(given) != len(tests):
             raise UsageError(f"--label: {len(given)} given for {len(tests)} --test file(s); give one per --test")
-        return {path.resolve(): label for path, label in zip(tests, given)}
-    stems = Counter(path.stem for path in unique)
-    return {path: path.stem if stems[path.stem] == 1 else f"{path.parent.name}/{path.stem}" for path in unique}
+        named: dict[Path, str] = {}
+        for path, label in zip(tests, given):
+            other = next((p for p, known in named.items() if known == label and p != path.resolve()), None)
+            if other is not None:
+                raise UsageError(f"--label {shown_name(label)} names two test files ({shown_name(other)} and "
+                                 f"{shown_name(path)}); give each --test its own --label")
+            named[path.resolve()] = label
+        return named
+    return {path: _short_name(path, [p for p in unique if p.stem == path.stem]) for path in unique}
+
+
+def _short_name(path: Path, same_stem: list[Path]) -> str:
+    """``path``'s stem, behind the fewest of its folders that no other file of ``same_stem`` ends with too."""
+    def ending(file: Path, depth: int) -> str:
+        return "/".join([*file.parent.parts[len(file.parent.parts) - depth:], file.stem])
+
+    for depth in range(len(path.parent.parts) + 1):
+        if [ending(p, depth) for p in same_stem].count(ending(path, depth)) == 1:
+            return ending(path, depth)
+    return str(path)
 
 
 def group_runs(scored: list[tuple[Run, Scores]], labels: Mapping[Path, str] | None = None) -> list[Group]:

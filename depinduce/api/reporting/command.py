@@ -13,9 +13,9 @@ from depinduce.api.reporting import build_report
 from depinduce.api.reporting.runs import Warn
 
 def _stderr(line: str) -> None:
-    import sys
+    from depinduce.display import say
 
-    print(line, file=sys.stderr)
+    say(line)
 
 
 def _paths(value: str | PathLike[str] | Iterable[str | PathLike[str]], name: str) -> list[str | PathLike[str]]:
@@ -31,7 +31,7 @@ def _paths(value: str | PathLike[str] | Iterable[str | PathLike[str]], name: str
 
 @python_words
 def report_runs(runs: str | PathLike[str] | Iterable[str | PathLike[str]], *,
-                tests: str | PathLike[str] | Sequence[str | PathLike[str]] = (), labels: Sequence[str] = (),
+                tests: str | PathLike[str] | Sequence[str | PathLike[str]] = (), labels: str | Sequence[str] = (),
                 fmt: str = "table", layout: str = "long", notes: bool = True,
                 plot: str | PathLike[str] | None = None, x_axis: str = "step", metric: str | None = None,
                 force: bool = False, decoder: str | None = None, device: str = "cpu", threads: int | None = None,
@@ -45,8 +45,6 @@ def report_runs(runs: str | PathLike[str] | Iterable[str | PathLike[str]], *,
     groups' numbers themselves use :func:`depinduce.api.reporting.build_report`."""
     from depinduce.io.outputs import check_new_file
 
-    check_types(fmt=(fmt, (str,)), layout=(layout, (str,)), plot=(plot, (str, PathLike, type(None))),
-                decoder=(decoder, (str, type(None))), device=(device, (str,)), threads=(threads, (int, type(None))))
     run_dirs, test_files = _paths(runs, "runs"), _paths(tests, "tests")
     if isinstance(labels, str):
         labels = [labels]
@@ -55,8 +53,6 @@ def report_runs(runs: str | PathLike[str] | Iterable[str | PathLike[str]], *,
     if threads is not None:
         import torch
 
-        if threads < 1:
-            raise UsageError(f"threads: expected at least 1, not {threads}")
         torch.set_num_threads(threads)
     report = build_report(run_dirs, test_files, decoder=decoder, device=device, labels=labels, warn=warn)
     if not report.groups and plot is None:

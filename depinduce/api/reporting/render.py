@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from depinduce.display import csv_cell, latex_text, markdown_cell, printable
+from depinduce.display import csv_cell, json_text, latex_text, markdown_cell, markdown_text, printable
 from depinduce.errors import UsageError
 from depinduce.api.reporting.aggregate import LABELS, Group, Stat
 from depinduce.api.reporting.papers import PaperFigure
@@ -90,7 +89,7 @@ def _wide_table(groups: Sequence[Group], pm: str = "±") -> tuple[list[str], lis
     metric fewer runs measured says its own n), a row per group with the paper's figures below it, and the test
     column only when the groups were scored on more than one test file."""
     metrics = wide_metrics(groups)
-    with_test = len({g.test_label for g in groups}) > 1
+    with_test = len({g.test.resolve() for g in groups}) > 1  # files, not labels: two are never one column
     header = ["model", *(["test"] if with_test else []), "n", *(LABELS[m] for m in metrics)]
     table = []
     for group in groups:
@@ -137,7 +136,7 @@ def _markdown(groups: Sequence[Group], blocks: Sequence[tuple[str, list[str]]], 
     out = [line(header), "|" + "|".join("--:" if k in numeric else "---" for k in range(len(header))) + "|"]
     out += [line(row) for row in cells]
     for title, notes in blocks:
-        out += ["", f"**{markdown_cell(title)}**", "", *(f"- {printable(note)}" for note in notes)]
+        out += ["", f"**{markdown_text(title)}**", "", *(f"- {markdown_text(note)}" for note in notes)]
     return "\n".join(out) + "\n"
 
 
@@ -223,5 +222,5 @@ def render(groups: Sequence[Group], fmt: str, *, notes: Sequence[str], protocol:
     if fmt == "csv":
         return _csv(groups)
     if fmt == "json":
-        return json.dumps(as_dict(groups, notes, protocol), indent=2, ensure_ascii=False) + "\n"
+        return json_text(as_dict(groups, notes, protocol), indent=2) + "\n"
     raise UsageError(f"unknown report format '{fmt}'; choose one of {', '.join(FORMATS)}")

@@ -17,6 +17,7 @@ from typing import Any
 
 
 from depinduce.data.run_files import read_manifest, read_metrics, read_run_config
+from depinduce.display import shell_command
 from depinduce.errors import DepinduceError, NotFoundError, RunDirectoryError
 
 Warn = Callable[[str], None]
@@ -105,7 +106,8 @@ def read_run(path: Path) -> Run | str:
         return str(exc)
     starts = manifest["runs"] or [{}]
     if "finished" not in starts[-1]:
-        return f"{path}: not finished (still training, or killed; `train --resume --out {path}` continues it)"
+        return (f"{path}: not finished (still training, or killed; "
+                f"`{shell_command('depinduce', 'train', '--resume', '--out', path)}` continues it)")
     if not (path / "model.pt").is_file():
         return f"{path}: no model.pt"
     seed = (config.get("train") or {}).get("seed")

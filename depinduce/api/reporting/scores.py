@@ -51,7 +51,7 @@ class Scores:
     gold_trees: str | None = None
     text: str | None = None
     cached: bool = False
-    note: str | None = None  # why a cached entry was measured again (edited, damaged)
+    note: str | None = None  # why a cached entry was measured again (edited, damaged), or is not kept
 
 
 def siblings(test: Path) -> tuple[Path | None, Path | None]:
@@ -118,10 +118,17 @@ def _unusable(entry: Any, inputs: dict[str, Any]) -> str | None:
     return None
 
 
-def _write_cache(path: Path, entries: dict[str, Any]) -> None:
+def _write_cache(path: Path, entries: dict[str, Any]) -> str | None:
+    """Keep the entries; a cache that cannot be written (a read-only run folder, a link in its place) costs a
+    measurement next time, never the report: the warning saying so, or None."""
+    from depinduce.errors import DepinduceError
     from depinduce.io.outputs import atomic_write_text
 
-    atomic_write_text(path, json.dumps({"format": CACHE_FORMAT, "entries": entries}, indent=2) + "\n")
+    try:
+        atomic_write_text(path, json.dumps({"format": CACHE_FORMAT, "entries": entries}, indent=2) + "\n")
+    except DepinduceError as exc:
+        return f"warning: the scores are not kept, so they are measured again next time ({exc})"
+    return None
 
 
 def measure(run: Run, test: Path, *, decoder: str, device: str = "cpu") -> tuple[dict[str, float | None], list[str]]:
@@ -181,5 +188,6 @@ def score_run(run: Run, test: Path, *, decoder: str | None = None, device: str =
                     "text": str(text.resolve()) if text else None, **inputs, "metrics": metrics,
                     "protocol": protocol}
     entries[key]["digest"] = _digest(entries[key])
-    _write_cache(cache, entries)
+    unkept = _write_cache(cache, entries)
+    note = "\n".join(line for line in (note, unkept) if line) or None
     return Scores(test, metrics, protocol, entries[key]["gold_trees"], entries[key]["text"], note=note)

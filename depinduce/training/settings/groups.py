@@ -170,19 +170,20 @@ class Execution(Group):
     # captures CUDA graphs; cudagraphs captures them without inductor; backends not checked under the compiler
     # refuse it); static_shapes pads batches to a few shapes (auto: when compiled; on CUDA the loss gathers by an
     # index made on the CPU either way, never a read of the device); prefetch prepares batches on a background
-    # thread (auto: on CUDA).  None of them changes the function trained.  YAML reads a bare on/off as
-    # true/false: both are taken, kept as words.
-    compile: Literal["off", "default", "reduce-overhead", "cudagraphs"] | bool = "off"
+    # thread (auto: on CUDA).  None of them changes the function trained.  on/off (or true/false) are taken and
+    # kept as words: on is ``default`` for compile.
+    compile: Literal["off", "on", "default", "reduce-overhead", "cudagraphs"] | bool = "off"
     static_shapes: Literal["auto", "on", "off"] | bool = "auto"
     prefetch: Literal["auto", "on", "off"] | bool = "auto"
 
-    @field_validator("compile", "static_shapes", "prefetch")
+    @field_validator("compile", "static_shapes", "prefetch", mode="before")
     @classmethod
-    def _words(cls, value: str | bool, info: ValidationInfo) -> str:
-        """A YAML boolean as the setting's word: true is ``on`` (``default`` for compile), false ``off``."""
+    def _words(cls, value: object, info: ValidationInfo) -> object:
+        """A boolean (YAML 1.1's bare on/off) or the word ``on`` as the setting's word: true and ``on`` are ``on``
+        (``default`` for compile), false ``off``."""
         if isinstance(value, bool):
-            return ("default" if info.field_name == "compile" else "on") if value else "off"
-        return value
+            value = "on" if value else "off"
+        return "default" if info.field_name == "compile" and value == "on" else value
 
 
 # The groups under their attribute names on TrainConfig (cfg.optimiser.lr), in the order the docs list them.
