@@ -65,15 +65,61 @@ def test_every_block_note_is_known() -> None:
                 or note.startswith("SLOT") or note.startswith("END SLOT"), f"{page}: unknown block note {note!r}"
 
 
+# What a page must never show a reader, found in the built HTML (the Markdown looks fine in each case).
+_PARAGRAPH = re.compile(r"<p>((?:(?!</p>).)*)</p>", re.S)
+_RUN_ON_LIST = re.compile(r"\n\s*(?:[-*+]|\d+\.) ")  # a list Markdown did not take as one (no blank line above)
+_RAW_ROLE = re.compile(r":(?:class|func|meth|data|mod|attr|exc|obj):<code>")
+_ONE_LINE_SIGNATURE = re.compile(r'<div class="doc-signature[^"]*"[^>]*>(?:(?!</div>).){160,}?</div>', re.S)
+
+
+def site_problems(name: str, html: str) -> list[str]:
+    """What is wrong with one built page: run-on lists, click's internal default marker, options without help,
+    raw Sphinx roles, long signatures on one line, links to the developers' ../shared folder."""
+    problems = [f"{name}: a list rendered as a paragraph: {m[1][:70]!r}" for m in _PARAGRAPH.finditer(html)
+                if _RUN_ON_LIST.search(m[1])]
+    if "Sentinel.UNSET" in html:
+        problems.append(f"{name}: click's Sentinel.UNSET shown as a default")
+    if "<td>N/A</td>" in html:
+        problems.append(f"{name}: an option without help text (N/A)")
+    problems += [f"{name}: a raw Sphinx role {m[0]!r}" for m in _RAW_ROLE.finditer(html)]
+    problems += [f"{name}: a long signature on one line" for m in _ONE_LINE_SIGNATURE.finditer(html)
+                 if "\n" not in m[0]]
+    if "../shared" in html:
+        problems.append(f"{name}: points at ../shared, a folder readers do not have")
+    return problems
+
+
+def test_site_problems_are_caught() -> None:
+    """Each defect the site check looks for, in the form it takes in the HTML, is reported."""
+    cases = {
+        "<p>The rules:\n- one\n- two</p>": "rendered as a paragraph",
+        "<td><code>Sentinel.UNSET</code></td>": "Sentinel.UNSET",
+        "<td>N/A</td>": "without help text",
+        "the :class:<code>Parser</code> class": "raw Sphinx role",
+        '<div class="doc-signature highlight"><pre><code>' + "parse(a: int, " * 12 + ")</code></pre></div>":
+            "one line",
+        '<a href="../shared/papers">papers</a>': "../shared",
+    }
+    for html, problem in cases.items():
+        assert any(problem in found for found in site_problems("page", html)), html
+    assert site_problems("page", "<p>A paragraph - with a dash.</p><ul><li>a list</li></ul>") == []
+
+
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
                     reason="mkdocs is not installed (pip install -e '.[docs]'); CI builds the site strictly")
-def test_site_builds_strictly(tmp_path: Path) -> None:
-    """`mkdocs build --strict`: a broken link, a missing anchor or a page outside the nav fails."""
+def test_site_builds_strictly_and_renders(tmp_path: Path) -> None:
+    """`mkdocs build --strict` (a broken link, a missing anchor or a page outside the nav fails), then every
+    built page checked for what the Markdown hides (:func:`site_problems`)."""
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
                           cwd=REPO, capture_output=True, text=True, timeout=600,
                           env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert (tmp_path / "site" / "index.html").is_file()
+    site = tmp_path / "site"
+    assert (site / "index.html").is_file()
+    pages = [page for page in site.rglob("*.html") if page.name != "404.html"]
+    problems = [problem for page in pages
+                for problem in site_problems(str(page.relative_to(site)), page.read_text(encoding="utf-8"))]
+    assert problems == [], "\n".join(problems)
 
 
 def _readme_block(head: str) -> str:

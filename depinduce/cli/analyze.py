@@ -24,8 +24,10 @@ def analyze() -> None:
 @click.option("--plot", "plot_path", metavar="FILE.png|svg",
               help="Draw the matrix as a heat map (needs matplotlib: pip install 'depinduce[plot]').")
 @click.option("--json", "as_json", is_flag=True, help="Print every label's best head as JSON instead of a table.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
-@click.option("--device", default="cpu", show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Sentences per model call.")
+@click.option("--device", default="cpu", show_default=True,
+              help="Torch device for the model: auto, cpu, cuda or cuda:N.")
 @click.option("--force", is_flag=True, help="Overwrite existing --csv / --plot files.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def heads_command(model_dir: str, gold_path: str, top: int, direction: str, csv_path: str | None,
@@ -53,8 +55,10 @@ def heads_command(model_dir: str, gold_path: str, top: int, direction: str, csv_
 @click.option("--labels", "top", type=click.IntRange(min=1), default=15, show_default=True,
               help="How many of the most frequent gold labels to show (--json holds all).")
 @click.option("--json", "as_json", is_flag=True, help="Print every channel's and every label's figures as JSON.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
-@click.option("--device", default="cpu", show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Sentences per model call.")
+@click.option("--device", default="cpu", show_default=True,
+              help="Torch device for the model: auto, cpu, cuda or cuda:N.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def channels_command(model_dir: str, gold_path: str, decoder: str, top: int, as_json: bool, batch_size: int,
                      device: str, quiet: bool) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from depinduce.display import json_text
 
 
 @click.command("perplexity")
@@ -14,7 +15,8 @@ import click
 @click.argument("text", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), metavar="FILE|-")
 @click.option("--batch-tokens", type=click.IntRange(min=1), default=None,
               help="Padded tokens per batch (default: the run's train.batch_tokens).")
-@click.option("--device", default="cpu", show_default=True)
+@click.option("--device", default="cpu", show_default=True,
+              help="Torch device for the model: auto, cpu, cuda or cuda:N.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def perplexity_command(run_dir: Path, text: Path, batch_tokens: int | None, device: str, as_json: bool,
@@ -25,7 +27,7 @@ def perplexity_command(run_dir: Path, text: Path, batch_tokens: int | None, devi
 
     result = perplexity(run_dir, text, device=device, batch_tokens=batch_tokens, progress=not quiet)
     if as_json:
-        click.echo(json.dumps(result.as_dict()))
+        click.echo(json_text(result.as_dict()))
         return
     what = {"lm": "next-word", "lm-continuous": "next-word, continuous text", "mlm": "masked-LM pseudo-perplexity",
             "likelihood": "upper bound from the ELBO (exact for the neural PCFG)"}
