@@ -6,6 +6,17 @@ empty-node line, no stray blank line)."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+# The real MaltEval (2014-10-05): MaltEval-dist-20141005.zip from the MaltParser site; never part of the repository.
+MALTEVAL_JAR = Path(os.environ.get("MALTEVAL_JAR", "/tmp/malteval/lib/MaltEval.jar"))
+
 
 class MaltEvalError(ValueError):
     pass
@@ -62,3 +73,22 @@ def is_tree(heads: list[int]) -> bool:
             seen.add(node)
             node = heads[node - 1]
     return True
+
+
+def require_malteval() -> None:
+    """Skip, saying what is missing, without java and MaltEval's jar."""
+    if shutil.which("java") is None or not MALTEVAL_JAR.is_file():
+        pytest.skip(f"needs java and MaltEval's jar (MALTEVAL_JAR or {MALTEVAL_JAR}); MaltEval-dist-20141005.zip "
+                    "from the MaltParser site")
+
+
+def malteval(gold: Path, pred: Path, *flags: str) -> tuple[float, int]:
+    """The real MaltEval's score and token count.  It exits 0 even when it aborts (a token mismatch prints
+    "Evaluation aborted"), so its text is checked, not only its exit code."""
+    result = subprocess.run(["java", "-jar", str(MALTEVAL_JAR), "-g", str(gold), "-s", str(pred),
+                             "--pattern", "0.000000", *flags], capture_output=True, text=True, timeout=300)
+    text = result.stdout + result.stderr
+    mean = re.search(r"^(\d\.\d+|[01])\s+Row mean$", text, re.M)
+    count = re.search(r"^(\d+)\s+Row count$", text, re.M)
+    assert result.returncode == 0 and mean and count and "abort" not in text.lower(), text
+    return float(mean[1]), int(count[1])

@@ -29,7 +29,7 @@ def _stdout(*args: str) -> str:
 
 def test_preprocess_from_python_writes_the_commands_files(ptb_sample: Path, tmp_path: Path) -> None:
     out = tmp_path / "sample"
-    manifest = depinduce.preprocess("ptb", out)
+    manifest = depinduce.preprocess("ptb", out, sample_only=True)
     assert manifest == json.loads((out / "manifest.json").read_text())
     written = sorted(p.name for p in out.iterdir())
     assert written == sorted(p.name for p in ptb_sample.iterdir())
@@ -37,7 +37,7 @@ def test_preprocess_from_python_writes_the_commands_files(ptb_sample: Path, tmp_
         if name != "manifest.json":  # it names its own folder
             assert (out / name).read_bytes() == (ptb_sample / name).read_bytes(), name
     with pytest.raises(DepinduceError, match=r"force=True"):
-        depinduce.preprocess("ptb", out)
+        depinduce.preprocess("ptb", out, sample_only=True)
 
 
 def test_analyze_heads_returns_what_the_command_prints(tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ def test_analyze_heads_returns_what_the_command_prints(tmp_path: Path) -> None:
         depinduce.analyze_heads(run, gold, csv=csv)
     with pytest.raises(ModelError, match="has no competitive heads"):
         depinduce.analyze_heads("right-branching", gold)
-    with pytest.raises(UsageError, match="^top: expected at least 1, not 0$"):
+    with pytest.raises(UsageError, match="^top must be at least 1, not 0$"):
         depinduce.analyze_heads(run, gold, top=0)
 
 

@@ -5,10 +5,7 @@ and by the real MaltEval jar where one is at hand."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 import zipfile
 from pathlib import Path
 
@@ -18,10 +15,8 @@ from click.testing import CliRunner
 import depinduce
 from depinduce.cli.main import cli
 from depinduce.io import read_sentences
-from cli_support import ok, run
-from malteval_reader import MaltEvalError, read_malteval
-
-MALTEVAL_JAR = Path(os.environ.get("MALTEVAL_JAR", "/tmp/malteval/lib/MaltEval.jar"))
+from cli_support import ok
+from malteval_reader import MaltEvalError, malteval, read_malteval, require_malteval
 
 
 def scores(gold: Path, pred: Path, *extra: str) -> dict:
@@ -180,23 +175,6 @@ def test_bad_gold_is_one_line_and_no_output(text: str, message: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------- the real MaltEval
-
-
-def require_malteval() -> None:
-    if shutil.which("java") is None or not MALTEVAL_JAR.is_file():
-        pytest.skip(f"needs java and MaltEval's jar (MALTEVAL_JAR or {MALTEVAL_JAR}); MaltEval-dist-20141005.zip "
-                    "from the MaltParser site")
-
-
-def malteval(gold: Path, pred: Path, *flags: str) -> tuple[float, int]:
-    """MaltEval's score and token count (it exits 0 even when it aborts: its text is checked)."""
-    result = subprocess.run(["java", "-jar", str(MALTEVAL_JAR), "-g", str(gold), "-s", str(pred),
-                             "--pattern", "0.000000", *flags], capture_output=True, text=True, timeout=300)
-    text = result.stdout + result.stderr
-    mean = re.search(r"^(\d\.\d+|[01])\s+Row mean$", text, re.M)
-    count = re.search(r"^(\d+)\s+Row count$", text, re.M)
-    assert result.returncode == 0 and mean and count and "abort" not in text.lower(), text
-    return float(mean[1]), int(count[1])
 
 
 def test_real_malteval_reads_both_and_agrees_with_keep_punct(german_dev: Path, tmp_path: Path) -> None:

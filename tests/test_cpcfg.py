@@ -355,7 +355,7 @@ def test_recipes_load(name: str) -> None:
 def ptb_sample(nltk_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The PTB sample preprocessed, cut to 300 training and 40 dev sentences (dev.txt, dev.trees, dev.conllu)."""
     full = tmp_path_factory.mktemp("cpcfg") / "ptb"
-    result = CliRunner().invoke(cli, ["preprocess", "ptb", "--out", str(full), "--quiet", "--workers", "1"])
+    result = CliRunner().invoke(cli, ["preprocess", "ptb", "--sample-only", "--out", str(full), "--quiet", "--workers", "1"])
     assert result.exit_code == 0, result.output
     small = full.parent / "small"
     small.mkdir()

@@ -202,7 +202,7 @@ def test_config_and_views_are_checked() -> None:
 @pytest.fixture(scope="module")
 def ptb(nltk_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dmv") / "ptb"
-    result = CliRunner().invoke(cli, ["preprocess", "ptb", "--out", str(out), "--quiet", "--workers", "1"])
+    result = CliRunner().invoke(cli, ["preprocess", "ptb", "--sample-only", "--out", str(out), "--quiet", "--workers", "1"])
     assert result.exit_code == 0, result.output
     return out
 

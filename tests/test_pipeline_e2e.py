@@ -25,7 +25,7 @@ def run(*args: str, stdin: str | None = None) -> str:
 @pytest.fixture(scope="module")
 def ptb(nltk_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("e2e") / "ptb"
-    run("preprocess", "ptb", "--out", str(out), "--quiet")
+    run("preprocess", "ptb", "--sample-only", "--out", str(out), "--quiet")
     return out
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,7 +34,7 @@ def run(*args: str) -> Result:
 @pytest.fixture(scope="module")
 def sample_dir(nltk_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ptb") / "sample"
-    result = run("--out", str(out))
+    result = run("--sample-only", "--out", str(out))
     assert result.exit_code == 0, result.output
     return out
 
@@ -71,6 +73,39 @@ def test_split_sizes_and_reference_counts(sample_dir: Path) -> None:
         txt = (sample_dir / f"{name}.txt").read_text().splitlines()
         assert ids == stripped_ids and len(ids) == len(trees) == len(txt) == len(set(ids))
     assert len(txt) == 555  # WSJ10: 542 sentences of 2-10 words (docs/evaluation-protocol.md) and 13 one-word ones
+
+
+def test_the_sample_gets_browns_text_by_default(nltk_data: Path, tmp_path: Path) -> None:
+    """Without --sample-only, NLTK's Brown corpus joins the training view only (dev and test are the sample's,
+    Brown's one sentence that is also in dev or test is dropped) and the vocabulary keeps its 10,000 most
+    frequent words: the data the neural CPU recipes are measured on."""
+    if not (nltk_data / "corpora" / "brown.zip").is_file() and not (nltk_data / "corpora" / "brown").is_dir():
+        pytest.skip("needs NLTK's brown corpus beside the treebank sample")
+    out = tmp_path / "ptb"
+    result = run("--out", str(out))
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    splits = manifest["splits"]
+    assert {s: splits[s]["sentences"] for s in ("train", "dev", "test")} == {"train": 59952, "dev": 459, "test": 661}
+    assert splits["train"]["words"] == 1072508 and splits["train"]["gold_sentences"] == 2794
+    assert splits["train"]["extra_text_read"] == 57340 and splits["train"]["extra_text_removed_overlap"] == 1
+    assert manifest["training_view"]["extra_corpora"] == ["brown"] and manifest["options"]["max_vocab"] == 10000
+    assert manifest["vocab"]["size"] == 10003
+    assert splits["test"]["words"] == 13812  # the scored words do not change
+    assert len((out / "train.conllu").read_text().split("\n\n")) - 1 == 2794  # gold trees: the sample's only
+
+
+def test_without_brown_the_default_says_how_to_get_it(nltk_data: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """NLTK data with the treebank but not Brown: one line naming both remedies, nothing written."""
+    only_treebank = tmp_path / "nltk_data" / "corpora"
+    only_treebank.mkdir(parents=True)
+    shutil.copy(nltk_data / "corpora" / "treebank.zip", only_treebank / "treebank.zip")
+    result = subprocess.run([sys.executable, "-m", "depinduce", "preprocess", "ptb", "--out", "out"], cwd=tmp_path,
+                            capture_output=True, text=True, env={**os.environ, "NLTK_DATA": str(only_treebank.parent)})
+    assert result.returncode == 2 and not (tmp_path / "out").exists()
+    assert result.stderr.strip() == ("NLTK's brown corpus is not installed: run `python -m nltk.downloader brown` "
+                                     "(or keep the sample alone: --sample-only)")
 
 
 def test_views_trees_and_conllu_agree(sample_dir: Path) -> None:

@@ -38,7 +38,8 @@ def test_train_log_holds_the_status_lines_without_bar_fragments(tmp_path: Path, 
     for line in said:
         position = result.stderr.index(line, position) + len(line)
     assert result.stderr.count("%|") > 0
-    assert said[0].startswith("train tiny-mlm") and said[-1].startswith("finished after 12 steps")
+    assert said[0].startswith("train tiny-mlm") and said[-2].startswith("finished after 12 steps")
+    assert said[-1].startswith("dev (selected model, step ") and " · right-branching: DDA " in said[-1]
     assert sum(s.startswith("step ") and "train loss" in s for s in said) == 6
     # a resume appends; --force starts the log over
     resumed = CliRunner().invoke(cli, ["train", "--out", str(tmp_path / "run"), "--resume", "--data", str(data),

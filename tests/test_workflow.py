@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SHARED
-from malteval_reader import MaltEvalError, is_tree, read_malteval
+from malteval_reader import MALTEVAL_JAR, MaltEvalError, is_tree, malteval, read_malteval
 from depinduce.checksum import sha256_file
 from depinduce.models.bundled import bundled_dir, model_card, newest_finished_run
 from depinduce.training.defaults import bundled_recipe_names, fresh_run_dir, recipe_path
@@ -37,37 +37,83 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
 # ------------------------------------------------------------------------------------- the four lines
 
 
+def shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``command`` as a user types it, ``depinduce`` being this interpreter's."""
+    command = command.replace("depinduce ", f"{sys.executable} -m depinduce ")
+    return subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def readme_lines() -> tuple[list[str], list[str]]:
+    """README's first block (the four lines) and the block that makes ``input.txt`` and ``gold.conllu``."""
+    blocks = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split("```")
+    four = [line for line in blocks[1].splitlines() if line.strip()]
+    files = next(block for block in blocks[1::2] if "> input.txt" in block and "> gold.conllu" in block)
+    return four, [line.split("#")[0].strip() for line in files.splitlines() if line.strip()]
+
+
 def test_the_four_lines_as_written(tmp_path: Path, nltk_data: Path) -> None:
-    """preprocess ptb → train --model structformer → parse input.txt > out.conllu → a MaltEval-readable file,
-    parsed by the run just trained (stderr says so)."""
-    prep = run(["preprocess", "ptb", "--quiet"], tmp_path)
+    """README's four lines, verbatim but for a token budget on line 2 (CI's minutes), with README's two commands
+    that make input.txt and gold.conllu from data/ptb: the run ends with its dev figures beside right-branching's,
+    parse keeps the gold's tokens, and eval --keep-punct agrees with MaltEval's --Metric UAS to the count (the
+    real jar where there is one, else a reader of its rules)."""
+    four, files = readme_lines()
+    assert four == ["depinduce preprocess ptb", "depinduce train --model structformer",
+                    "depinduce parse input.txt > out.conllu", "java -jar MaltEval.jar -g gold.conllu -s out.conllu"]
+    prep = shell(four[0], tmp_path)
     assert prep.returncode == 0, prep.stderr
-    assert (tmp_path / "data" / "ptb" / "train.txt").is_file()
     again = run(["preprocess", "ptb"], tmp_path)  # an existing target is refused, and the message says where
     assert one_line_error(again) == "data/ptb already exists; use --force to replace it"
 
-    train = run(["train", "--model", "structformer", "--max-time", "0.4", "--threads", "1",
-                 "--set", "eval_every=5", "--set", "batch_tokens=1024"], tmp_path)
+    train = shell(four[1] + " --max-tokens 20k --threads 1", tmp_path)
     assert train.returncode == 0, train.stderr
-    chosen = train.stderr.splitlines()[0]
-    assert chosen.startswith("train structformer: data data/ptb, recipe structformer-ptb-cpu")
-    assert "run directory runs/structformer" in chosen and "time budget 0.4 minutes" in chosen
+    said = train.stderr.splitlines()
+    assert said[0].startswith("train structformer: data data/ptb, recipe structformer-ptb-cpu")
+    assert "run directory runs/structformer" in said[0] and "token budget 20k training tokens" in said[0]
+    assert any(line.startswith("estimate: about ") for line in said)
+    last = said[-1]
+    assert last.startswith("dev (selected model, step ") and " · right-branching: DDA 29.6 UDA 49.5 UF1 40.5" in last
     assert (tmp_path / "runs" / "structformer" / "model.pt").is_file()
 
-    (tmp_path / "input.txt").write_text("The company said it expects profits to rise .\n"
-                                        "Shares fell sharply in early trading , analysts said .\n", encoding="utf-8")
-    parse = subprocess.run(f"{sys.executable} -m depinduce parse input.txt > out.conllu", shell=True,
-                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert len(files) == 2 and files[0].endswith("> input.txt") and files[1].endswith("> gold.conllu")
+    for command in files:
+        made = shell(command, tmp_path)
+        assert made.returncode == 0, made.stderr
+    parse = shell(four[2], tmp_path)
     assert parse.returncode == 0, parse.stderr
     assert "parse: using runs/structformer (the most recently finished run under runs/)" in parse.stderr
-    sentences = read_malteval((tmp_path / "out.conllu").read_text(encoding="utf-8"))
-    assert [len(s) for s in sentences] == [9, 10]
-    assert all(is_tree([head for _, head, _ in s]) for s in sentences)
-    # the tokens hidden from the model are marked, so MaltEval's --ExcludeDeprels punct leaves them out
-    assert [(form, rel) for form, _, rel in sentences[1] if rel == "punct"] == [(",", "punct"), (".", "punct")]
+    gold, pred = tmp_path / "gold.conllu", tmp_path / "out.conllu"
+    gold_rows = read_malteval(gold.read_text(encoding="utf-8"))
+    pred_rows = read_malteval(pred.read_text(encoding="utf-8"))
+    assert len(pred_rows) == 661 and [[w for w, _, _ in s] for s in pred_rows] == [[w for w, _, _ in s] for s in gold_rows]
+    assert all(is_tree([head for _, head, _ in s]) for s in pred_rows)
+    correct = sum(p[1] == g[1] for ps, gs in zip(pred_rows, gold_rows) for p, g in zip(ps, gs))
+    scored = json.loads(run(["eval", "--gold", "gold.conllu", "--pred", "out.conllu", "--keep-punct", "--json"],
+                            tmp_path).stdout)["dependency"]["dda"]
+    assert (scored["correct"], scored["total"]) == (correct, 15709)
+    if shutil.which("java") is not None and MALTEVAL_JAR.is_file():  # line 4 itself, with the jar's path
+        uas, tokens = malteval(gold, pred, "--Metric", "UAS")
+        assert tokens == 15709 and round(uas * tokens) == correct
 
     # a second train --model structformer never reuses the first run's folder
     assert fresh_run_dir("structformer", tmp_path / "runs") == tmp_path / "runs" / "structformer-2"
+
+
+def test_parse_keeps_the_tokens_of_text_written_by_convert(tmp_path: Path) -> None:
+    """Text ``convert --format text`` wrote is split on spaces only (the Treebank rules would split ``Dunkin'``
+    and ``US$``); the same line without the header is tokenised as raw text."""
+    gold = tmp_path / "g.conllu"
+    gold.write_text("1\tDunkin'\t_\tNNP\tNNP\t_\t2\tdep\t_\t_\n2\tpaid\t_\tVBD\tVBD\t_\t0\troot\t_\t_\n"
+                    "3\tUS$\t_\t$\t$\t_\t2\tdep\t_\t_\n4\t5\t_\tCD\tCD\t_\t3\tdep\t_\t_\n\n", encoding="utf-8")
+    made = run(["convert", "--format", "text", str(gold)], tmp_path)
+    assert made.returncode == 0, made.stderr
+    header, line = made.stdout.splitlines()
+    assert header.startswith("# depinduce tokenized text") and line == "Dunkin' paid US$ 5"
+    (tmp_path / "input.txt").write_text(made.stdout, encoding="utf-8")
+    (tmp_path / "raw.txt").write_text(line + "\n", encoding="utf-8")
+    kept = read_malteval(run(["parse", "--model", "right-branching", "input.txt"], tmp_path).stdout)
+    assert [w for w, _, _ in kept[0]] == ["Dunkin'", "paid", "US$", "5"]
+    raw = read_malteval(run(["parse", "--model", "right-branching", "raw.txt"], tmp_path).stdout)
+    assert [w for w, _, _ in raw[0]] == ["Dunkin", "'", "paid", "US", "$", "5"]
 
 
 # ---------------------------------------------------------------------------------------------- defaults

@@ -1,4 +1,5 @@
-"""``depinduce convert``: a gold file as the MaltEval-safe CoNLL-U that ``parse`` writes, on stdout.
+"""``depinduce convert``: a gold file as the MaltEval-safe CoNLL-U that ``parse`` writes (or as the tokenised text
+``parse`` reads back with the gold's tokens), on stdout.
 
 Thin: the work is :func:`depinduce.api.conversion.convert`, the Python API's own.
 """
@@ -19,9 +20,14 @@ from depinduce.api.choices import HEAD_RULE_NAMES, INPUT_FORMATS
                    "default, as eval detects it).")
 @click.option("--head-rules", type=click.Choice(HEAD_RULE_NAMES), default="penn2malt", show_default=True,
               help="Head rules that turn PTB trees into dependencies (as preprocess ptb --head-rules).")
-def convert_command(path: str, from_format: str, head_rules: str) -> None:
+@click.option("--format", "fmt", type=click.Choice(("conllu", "text")), default="conllu", show_default=True,
+              help="conllu: the gold trees (gold.conllu for MaltEval). text: the same words, one sentence a line "
+                   "under a first line that makes `depinduce parse` keep them as they are (input.txt): its parse "
+                   "has exactly the gold's tokens.")
+def convert_command(path: str, from_format: str, head_rules: str, fmt: str) -> None:
     """Write the gold trees of FILE as MaltEval-safe CoNLL-U to stdout: syntactic words only, ten columns, integer
-    HEAD, DEPREL, DEPS '_', no comment; eval scores it exactly as FILE (its punctuation is kept in the tags)."""
+    HEAD, DEPREL, DEPS '_', no comment; eval scores it exactly as FILE (its punctuation is kept in the tags).
+    With --format text, its words instead, as the input whose parse MaltEval scores against that CoNLL-U."""
     from depinduce.api.conversion import convert  # here, not above: `depinduce --help` imports every command module
 
-    convert(path, sys.stdout, from_format=from_format, head_rules=head_rules)
+    convert(path, sys.stdout, from_format=from_format, head_rules=head_rules, fmt=fmt)

@@ -16,7 +16,7 @@ from depinduce.data.ptb import SPLITS
 from depinduce.data.punct import PunctRule
 from depinduce.data.rendering import PreprocessOptions, Rendered, render
 from depinduce.data.staging import staged_output, write_lines, write_manifest
-from depinduce.data.text import check_pretokenized, read_pretokenized_file, read_text_file
+from depinduce.data.text import check_pretokenized, read_nltk_corpus, read_pretokenized_file, read_text_file
 from depinduce.data.vocab import SPECIALS, Vocab
 from depinduce.errors import UsageError
 from depinduce.io.lines import display_name
@@ -97,7 +97,7 @@ def write_dataset(out: Path, dataset: Dataset, options: PreprocessOptions, log: 
             "short_set": {"name": dataset.short_name, "max_words": SHORT_MAX_WORDS, "sentences": len(short)},
             "vocab": {"size": len(vocab), "words": len(vocab) - len(SPECIALS)},
             "training_view": dataset.source.get("training_view")
-                             or training_view(dataset.splits, (), options.extra_text),
+                             or training_view(dataset.splits, (), options.extra_text, options.extra_corpora),
             "notes": dataset.notes,
         })
     for split, c in counts.items():
@@ -157,11 +157,15 @@ def _read_extra_text(path: str, options: PreprocessOptions, pretokenized: bool) 
 def _extra_text_views(
     options: PreprocessOptions, held_out: Sequence[Rendered], log: Log, *, pretokenized: bool = False
 ) -> tuple[list[list[str]], dict[str, int]]:
-    """Views of the ``--extra-text`` sentences that occur in neither dev nor test, and what was removed."""
-    if not options.extra_text:
+    """Views of the ``--extra-text`` sentences (and of the NLTK corpora of ``extra_corpora``, tokenised by their
+    makers) that occur in neither dev nor test, and what was removed."""
+    if not options.extra_text and not options.extra_corpora:
         return [], {}
     keys = {r.key for r in held_out}
     sentences = [s for path in options.extra_text for s in _read_extra_text(path, options, pretokenized)]
+    for corpus in options.extra_corpora:
+        log(f"extra text: NLTK's {corpus} corpus")
+        sentences += read_nltk_corpus(corpus)
     fresh = [s for s in sentences if overlap_key(s.words) not in keys]
     views, counts = filter_rendered([render(s, "shape", options, gold=False) for s in fresh], options.max_length)
     log(f"extra text: {len(sentences)} sentences read, {len(sentences) - len(fresh)} removed because they occur "
@@ -175,12 +179,16 @@ def _extra_text_views(
     }
 
 
-def training_view(files: Mapping[str, object], train_on: Sequence[str], extra_text: Sequence[str]) -> dict[str, Any]:
+def training_view(files: Mapping[str, object], train_on: Sequence[str], extra_text: Sequence[str],
+                  extra_corpora: Sequence[str] = ()) -> dict[str, Any]:
     """Where the training text comes from, as the manifest records it."""
-    return {
+    view = {
         "treebank_train": "train" in files,
         "train_on": list(train_on),
         "extra_text": list(extra_text),
         "transductive": bool(train_on),
     }
+    if extra_corpora:
+        view["extra_corpora"] = list(extra_corpora)
+    return view
 

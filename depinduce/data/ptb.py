@@ -42,7 +42,7 @@ LDC_SECTIONS: dict[str, tuple[int, ...]] = {"train": tuple(range(2, 22)), "dev":
 # Split of NLTK's 199-file sample by file number (inclusive ranges).
 SAMPLE_FILES: dict[str, tuple[int, int]] = {"train": (1, 124), "dev": (125, 149), "test": (150, 199)}
 
-NLTK_HINT = "install NLTK's sample with `python -m nltk.downloader treebank`, or pass --ptb-dir PATH"
+NLTK_HINT = "install NLTK's sample with `python -m nltk.downloader treebank brown`, or pass --ptb-dir PATH"
 
 # The standard PTB → UD v2 part-of-speech map (tag-only; e.g. every MD is AUX, every VB* is VERB).
 PTB_TO_UPOS: dict[str, str] = {

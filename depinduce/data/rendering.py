@@ -33,6 +33,8 @@ class PreprocessOptions:
     min_freq: int = 2
     max_vocab: int | None = None
     extra_text: tuple[str, ...] = ()
+    # NLTK corpora appended to the training view as ``extra_text`` is (``preprocess ptb`` adds Brown to the sample)
+    extra_corpora: tuple[str, ...] = ()
     one_per_line: bool = False
     force: bool = False
     progress: bool = True
@@ -42,6 +44,7 @@ class PreprocessOptions:
         out.pop("force")
         out.pop("progress")
         out["extra_text"] = list(self.extra_text)
+        out["extra_corpora"] = list(self.extra_corpora)
         return out
 
     def validate(self) -> None:

@@ -207,6 +207,17 @@ def read_pretokenized_file(path: str) -> list[Sentence]:
 NLTK_CORPORA = ("brown",)
 
 
+def require_nltk_corpus(name: str, alternative: str = "") -> None:
+    """Refuse, in one line saying how to get it, an NLTK corpus that is not installed."""
+    import nltk.corpus
+
+    try:
+        getattr(nltk.corpus, name).fileids()  # the corpus reader finds a folder or a zip, as reading will
+    except LookupError:
+        raise NotFoundError(f"NLTK's {name} corpus is not installed: run `python -m nltk.downloader {name}`"
+                            + (f" ({alternative})" if alternative else "")) from None
+
+
 def read_nltk_corpus(name: str) -> list[Sentence]:
     """The sentences of an NLTK corpus (already tokenised by its makers)."""
     if name not in NLTK_CORPORA:

@@ -65,9 +65,10 @@ def train(options: TrainOptions, log: Log = _stderr) -> TrainResult:
             loop = loop_class(options)(options, context, tee)
             loop.run.open_log(stack, tee)
             if chosen:  # said once the settings are known to be valid, so an error stays a single line
-                tokens = "" if loop.run.token_budget is None else \
-                    f", token budget {fmt_tokens(loop.run.token_budget)} training tokens"
-                tee(f"{chosen}, time budget {fmt_minutes(loop.run.budget)}{tokens}")
+                budgets = [f"time budget {fmt_minutes(loop.run.budget)}"] if loop.run.budget is not None else []
+                if loop.run.token_budget is not None:
+                    budgets.append(f"token budget {fmt_tokens(loop.run.token_budget)} training tokens")
+                tee(f"{chosen}, {', '.join(budgets) or f'time budget {fmt_minutes(None)}'}")
             result = loop.train()
         # every rank done before the group goes away: a rank whose peer tears gloo down mid-exchange aborts
         context.barrier()

@@ -117,6 +117,7 @@ class GradientLoop:
         self.last_eval_seconds: float | None = None
         self.last_checkpoint_seconds: float | None = None
         self.pace = Pace()
+        self.estimated = False  # the time the token budget should take said (:meth:`_say_estimate`)
         self.last_record: dict[str, Any] = {}
         run.lay_out(vocab_json=self.vocab.to_json() if gold is not None else None,
                     tags_json=self.tags.to_json() if self.tags is not None else None)
@@ -369,7 +370,31 @@ class GradientLoop:
         self.last_eval_seconds = time.monotonic() - t0
         progress.wall_seconds = run.wall_seconds()
         self.last_record = run.record_evaluation(record, progress, improved, self.last_eval_seconds)
+        self._say_estimate()
         return stop_early
+
+    def _say_estimate(self) -> None:
+        """Once per invocation, after the first evaluation: how long the rest of the token budget should take on
+        this machine at the pace measured so far (training steps and an evaluation each measured, not assumed);
+        the progress bar then keeps the figure current."""
+        run, progress = self.run, self.progress
+        speed = self.pace.tokens_per_second()
+        if self.estimated or run.token_budget is None or speed is None or self.pace.steps < 2 \
+                or not self.context.is_main:
+            return
+        self.estimated = True
+        left = max(run.token_budget - progress.tokens_seen, 0.0)
+        step_tokens = self.pace.tokens / max(self.pace.steps - 1, 1) * self.context.world_size
+        epoch_tokens = max(sum(len(row) for row in self.data.train_rows), 1)
+        every = run.train_config.selection.eval_every
+        # the epochs' and every-N-steps' evaluations still to come, and the one at the budget's end
+        evaluations = left / epoch_tokens + (left / step_tokens / every if every else 0.0) + 1.0
+        seconds = left / (speed * self.context.world_size) + evaluations * (self.last_eval_seconds or 0.0)
+        span = f"{seconds:.0f} seconds" if seconds < 90 else f"{seconds / 60:.0f} minutes"
+        self.log(f"estimate: about {span} more for the "
+                 f"{fmt_tokens(run.token_budget)}-token budget on this machine ({speed * self.context.world_size:,.0f} "
+                 f"tokens/s in training steps, {self.last_eval_seconds or 0:.0f} s per dev evaluation, about "
+                 f"{evaluations:.0f} more); the progress bar keeps it current")
 
     def _checkpoint(self) -> None:
         """Write last.pt (rank 0), with every rank's random state; ranks holding different weights is an error."""

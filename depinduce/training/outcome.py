@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from depinduce.checksum import sha256_file
 from depinduce.data.files import try_read_json
 from depinduce.data.run_files import read_manifest, read_metrics
+from depinduce.display import printable, shell_command
 from depinduce.errors import DepinduceError
 from depinduce.io import read_sentences
 from depinduce.io.outputs import RUN_FORMAT
@@ -98,16 +99,17 @@ class RunOutcome:
         if not self.below_baseline:
             return None
         assert self.metric is not None and self.score is not None and self.baseline is not None
+        resume = shell_command("depinduce", "train", "--resume", "--out", self.path)  # pasted: quoted
         if self.finished:
             remedy = "train longer (more epochs, the recipe's full budget) or with another seed"
         elif self.reason == "max_tokens":
-            remedy = f"continue it: `depinduce train --resume --out {self.path} --max-tokens N` with a larger N"
+            remedy = f"continue it: `{resume} --max-tokens N` with a larger N"
         elif self.reason == "max_time":
-            remedy = (f"continue it: `depinduce train --resume --out {self.path}` (another --max-time budget of the "
-                      "same length, or give --max-time MINUTES)")
+            remedy = (f"continue it: `{resume}` (another --max-time budget of the same length, or give --max-time "
+                      "MINUTES)")
         else:
-            remedy = f"continue it: `depinduce train --resume --out {self.path}`"
-        return (f"warning: {self.path}: the selected model's {self.metric} {_number(self.metric, self.score)} is "
+            remedy = f"continue it: `{resume}`"
+        return (f"warning: {printable(self.path)}: the selected model's {self.metric} {_number(self.metric, self.score)} is "
                 f"below {BASELINE}'s {_number(self.metric, self.baseline)} on the same dev data; {remedy}"
                 f"{alternative}")
 
@@ -161,6 +163,34 @@ def run_outcome(run_dir: str | Path, *, measure: bool = True) -> RunOutcome | No
                       step=step if isinstance(step, int) else None, signal=outcome.get("signal"),
                       select=select if isinstance(select, str) else None, selected=selected, metric=metric,
                       score=score, baseline=baseline)
+
+
+# The dev figures the last line of a training run names, with their labels, in the order people quote them.
+LAST_LINE_METRICS = (("dev_dda", "DDA"), ("dev_uda", "UDA"), ("dev_uf1", "UF1"))
+
+
+def dev_comparison(run_dir: str | Path) -> str | None:
+    """The selected model's dev figures beside right-branching's on the same dev data, as the one line a training
+    run ends with, e.g. ``dev (selected model, step 1200): DDA 33.1 UDA 52.4 UF1 38.0 · right-branching: DDA 29.6
+    UDA 49.5 UF1 40.5 · above right-branching in DDA, UDA``; None when the run has no parsing figures on dev.
+    Test data are never read: a run is chosen and judged on dev alone."""
+    path = Path(run_dir)
+    records = _records(path / "metrics.jsonl")
+    chosen = next((r for r in reversed(records) if r.get("best")), None)
+    if chosen is None:
+        return None
+    ours = {name: _number_or_none(chosen.get(key)) for key, name in LAST_LINE_METRICS}
+    ours = {name: value for name, value in ours.items() if value is not None}
+    if not ours:
+        return None
+    recorded = (read_manifest(path / "manifest.json").get("baselines") or {}).get(BASELINE) or {}
+    theirs = {name: _number_or_none(recorded.get(key)) for key, name in LAST_LINE_METRICS if name in ours}
+    line = f"dev (selected model, step {chosen.get('step')}): " + " ".join(f"{n} {v:.1f}" for n, v in ours.items())
+    if all(value is not None for value in theirs.values()):
+        line += f" · {BASELINE}: " + " ".join(f"{n} {v:.1f}" for n, v in theirs.items())
+        above = [n for n, v in ours.items() if v > theirs[n]]
+        line += f" · above {BASELINE} in {', '.join(above)}" if above else f" · below {BASELINE} in every one"
+    return line
 
 
 def baseline_metrics(dev: DevTreebank) -> dict[str, float | None]:

@@ -33,7 +33,7 @@ from depinduce.training.checkpoint import (
 from depinduce.training.config import LOWER_IS_BETTER, ResolvedConfig, load_recipe, load_run_config, resolve_config
 from depinduce.training.evaluation import DevTreebank
 from depinduce.training.options import TrainOptions, TrainResult
-from depinduce.training.outcome import BASELINE, baseline_metrics
+from depinduce.training.outcome import BASELINE, baseline_metrics, dev_comparison
 from depinduce.training.records import LOG_NAME, TENSORBOARD_DIR, TensorBoard, TrainLog
 from depinduce.training.run import RunDir, check_run_dir, clear_run_files, command_line
 from depinduce.training.signals import stop_signals_handled
@@ -350,5 +350,7 @@ class TrainingRun:
             self.dir.finish_manifest(outcome)
             ending = {**END_REASONS, **(endings or {})}[reason]
             self.log(f"{ending} {done}; best {self.select}: {fmt_value(result.best)}; run saved in {self.dir.path}")
+            if (comparison := dev_comparison(self.dir.path)) is not None:
+                self.log(comparison)
         ctx.barrier()
         return result
