@@ -224,13 +224,10 @@ def read_nltk_corpus(name: str) -> list[Sentence]:
         raise UsageError(f"unknown NLTK corpus {name!r}; choose one of {', '.join(NLTK_CORPORA)}")
     import nltk.corpus
 
+    require_nltk_corpus(name)
     corpus = getattr(nltk.corpus, name)
-    try:
-        fileids = corpus.fileids()
-    except LookupError:
-        raise NotFoundError(f"NLTK's {name} corpus is not installed: run `python -m nltk.downloader {name}`") from None
     sentences = []
-    for fileid in fileids:
+    for fileid in corpus.fileids():
         for number, words in enumerate(corpus.sents(fileid), start=1):
             if words:
                 sentences.append(Sentence(words=list(words), sent_id=f"{name}/{fileid}:{number}"))
