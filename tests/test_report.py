@@ -303,10 +303,9 @@ def test_wide_layout_short_labels_and_notes_grouped_by_protocol(two_seeds: tuple
     assert bare.count("\n") == 3 and "protocol" not in bare
 
 
-def test_latex_is_ascii_and_compiles_within_a_papers_text_width(two_seeds: tuple[Path, Path],
-                                                                 tmp_path: Path) -> None:
+def test_latex_is_ascii_with_balanced_braces(two_seeds: tuple[Path, Path]) -> None:
+    """(pdflatex compiles every LaTeX form within a paper's text width: test_report_readable.py.)"""
     import re
-    import subprocess
 
     _, runs = two_seeds
     for layout in ("long", "wide"):
@@ -318,21 +317,7 @@ def test_latex_is_ascii_and_compiles_within_a_papers_text_width(two_seeds: tuple
             depth += {"{": 1, "}": -1}.get(ch, 0)
             assert depth >= 0
         assert depth == 0
-        assert str(runs.parent / "data") not in latex.split(r"\end{tabular}")[0]  # no absolute test path
-        if shutil.which("pdflatex") is None:
-            continue
-        (tmp_path / "table.tex").write_text(latex)
-        (tmp_path / "doc.tex").write_text(
-            "\\documentclass{article}\n\\IfFileExists{booktabs.sty}{\\usepackage{booktabs}}"
-            "{\\newcommand\\toprule{\\hline}\\newcommand\\midrule{\\hline}\\newcommand\\bottomrule{\\hline}}\n"
-            "\\setlength{\\textwidth}{455pt}\n\\begin{document}\n\\input{table.tex}\n\\end{document}\n")
-        done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stdout[-2000:]
-        log = (tmp_path / "doc.log").read_text(errors="replace")
-        table_overfull = [line for line in log.splitlines() if line.startswith("Overfull \\hbox")
-                          and "lines 1--" in line]
-        assert table_overfull == [], table_overfull
+        assert str(runs.parent / "data") not in latex  # no absolute path, in the table or the notes
 
 
 def test_plot_titles_axes_in_words_embeds_truetype_and_defaults_to_a_dev_metric(two_seeds: tuple[Path, Path],

@@ -20,7 +20,7 @@ from depinduce.display import say
 from depinduce.errors import NotFoundError, UsageError
 from depinduce.api.reporting.aggregate import Group, attach_papers, group_runs, stop_point_notes, test_labels
 from depinduce.api.reporting.render import FORMATS, as_dict, render
-from depinduce.api.reporting.runs import Run, Warn, collect_runs
+from depinduce.api.reporting.runs import Run, Warn, collect_runs, shown_path
 from depinduce.api.reporting.scores import Scores, score_run
 from depinduce.training.outcome import run_outcome
 
@@ -80,14 +80,22 @@ def _tests_for(run: Run, tests: Sequence[Path]) -> list[Path]:
     return [default] if default is not None and default.is_file() else []
 
 
-def _notes(scored: list[tuple[Run, Scores]], groups: list[Group], paper_notes: list[str]) -> list[str]:
+def _notes(scored: list[tuple[Run, Scores]], groups: list[Group], paper_notes: list[str],
+           labels: dict[Path, str] | None = None) -> list[str]:
+    """What the table's reader must know; a sibling file is named by its test file's ``--label`` when given,
+    else by its path relative to the current folder (:func:`shown_path`)."""
     notes = [SD_NOTE, "scores: each run's selected model (model.pt) on the test file, parsed with the run's own "
                       "decoder (train.decoder) unless --decoder, scored as `depinduce parse` + `depinduce eval`; "
                       "kept in RUN_DIR/scores.json"]
-    trees = sorted({s.gold_trees for _, s in scored if s.gold_trees and s.metrics.get("uf1_sentence") is not None})
+
+    def named(scores: Scores, sibling: str) -> str:
+        return (labels or {}).get(scores.test.resolve()) or shown_path(sibling)
+
+    trees = sorted({named(s, s.gold_trees) for _, s in scored
+                    if s.gold_trees and s.metrics.get("uf1_sentence") is not None})
     if trees:
         notes.append("UF1: against the gold trees beside each test file (STEM.trees): " + ", ".join(trees))
-    texts = sorted({s.text for _, s in scored if s.text and s.metrics.get("perplexity") is not None})
+    texts = sorted({named(s, s.text) for _, s in scored if s.text and s.metrics.get("perplexity") is not None})
     if texts:
         notes.append("perplexity: `depinduce perplexity` on the model view beside each test file (STEM.txt): "
                      + ", ".join(texts))
@@ -126,12 +134,13 @@ def build_report(paths: Iterable[str | PathLike[str]], tests: Sequence[str | Pat
             if scores.note is not None:
                 warn(scores.note)
             scored.append((run, scores))
-    groups = group_runs(scored, named)
+    groups = group_runs(scored, named, labelled=bool(labels))
     paper_notes = attach_papers(groups) + stop_point_notes(groups)
     protocol: list[str] = []
     for _, scores in scored:
         protocol.extend(line for line in scores.protocol if line not in protocol)
-    return Report(groups, _notes(scored, groups, paper_notes) + endings, protocol, runs)
+    notes = _notes(scored, groups, paper_notes, named if labels else None)
+    return Report(groups, notes + endings, protocol, runs)
 
 
 def _endings(runs: list[Run], warn: Warn) -> list[str]:
@@ -143,7 +152,7 @@ def _endings(runs: list[Run], warn: Warn) -> list[str]:
         outcome = run_outcome(run.path)
         if outcome is None:
             continue
-        notes.append(f"run {run.path}: {outcome.summary()}")
+        notes.append(f"run {shown_path(run.path)}: {outcome.summary()}")
         if (warning := outcome.warning()) is not None:
             warn(warning)
     return notes

@@ -18,7 +18,7 @@ from typing import Any
 from depinduce.display import shown_name
 from depinduce.errors import UsageError
 from depinduce.api.reporting.papers import PaperFigure, paper_figures
-from depinduce.api.reporting.runs import Run
+from depinduce.api.reporting.runs import Run, shown_path
 from depinduce.api.reporting.scores import METRICS, Scores
 
 LABELS = {"dda": "DDA", "uda": "UDA", "las": "LAS", "uf1_sentence": "UF1 (sentence)", "uf1_corpus": "UF1 (corpus)",
@@ -60,6 +60,7 @@ class Group:
     stats: dict[str, Stat | None] = field(default_factory=dict)
     paper: dict[str, PaperFigure] = field(default_factory=dict)
     test_label: str = ""  # what the table calls the test file (never its absolute path: see test_labels)
+    test_labelled: bool = False  # test_label is the user's --label: every layout must show it
 
     @property
     def n(self) -> int:
@@ -69,11 +70,11 @@ class Group:
         return {
             "label": self.label,
             "model": self.model,
-            "test": str(self.test),
+            "test": shown_path(self.test),
             "test_label": self.test_label,
             "n": self.n,
             "recipe": self.recipe,
-            "runs": [{"path": str(run.path), "seed": run.seed, "scores": _finite(scores.metrics),
+            "runs": [{"path": shown_path(run.path), "seed": run.seed, "scores": _finite(scores.metrics),
                       "cached": scores.cached} for run, scores in self.runs],
             "metrics": {m: None if s is None else s.as_dict() for m, s in self.stats.items()},
             "paper": {m: figure.as_dict() for m, figure in self.paper.items()},
@@ -146,9 +147,10 @@ def _short_name(path: Path, same_stem: list[Path]) -> str:
     return str(path)
 
 
-def group_runs(scored: list[tuple[Run, Scores]], labels: Mapping[Path, str] | None = None) -> list[Group]:
+def group_runs(scored: list[tuple[Run, Scores]], labels: Mapping[Path, str] | None = None, *,
+               labelled: bool = False) -> list[Group]:
     """Groups in the order their first run was given; one per configuration and test file (named by
-    ``labels``, default :func:`test_labels`)."""
+    ``labels``, default :func:`test_labels`; ``labelled``: those are the user's ``--label`` names)."""
     order: dict[tuple[str, str], Group] = {}
     for run, scores in scored:
         key = (run.configuration_key(), str(scores.test.resolve()))
@@ -160,6 +162,7 @@ def group_runs(scored: list[tuple[Run, Scores]], labels: Mapping[Path, str] | No
     labels = labels or test_labels([g.test for g in groups])
     for group in groups:
         group.test_label = labels.get(group.test.resolve(), group.test.stem)
+        group.test_labelled = labelled and group.test.resolve() in labels
         group.runs.sort(key=lambda item: (item[0].seed is None, item[0].seed or 0, str(item[0].path)))
         group.stats = {m: summarize([s.metrics.get(m) for _, s in group.runs]) for m in METRICS}
     _labels(groups)

@@ -2,9 +2,12 @@
 minutes, its axis titled in words (:data:`TITLES`), fonts embedded as TrueType in PDFs (journals reject Type 3).
 
 One thin line per run (seed), and per configuration the mean over its runs as a thick line with a ±sd band
-(the sample sd over the runs that reached that point; no band where only one did).  Against time, each run is
-interpolated onto a common grid within the span it covers.  Wall-clock time is the record's ``wall_s``; records
-written before it existed give ``train_s`` plus the evaluations' ``eval_s`` so far (setup not counted).
+(the sample sd over the runs), drawn only where every run has a point: from the latest first point to the
+earliest last one, so the mean never jumps where a seed stops early (an average over fewer seeds); the legend
+and the title say so.  Each run is interpolated onto the steps of that span that some run recorded (against
+time or tokens, onto a common grid), so seeds evaluated at the same steps are averaged exactly as recorded.
+Wall-clock time is the record's ``wall_s``; records written before it existed give ``train_s`` plus the
+evaluations' ``eval_s`` so far (setup not counted).
 """
 
 from __future__ import annotations
@@ -79,31 +82,61 @@ def _mean_sd(columns: list[list[float]]) -> tuple[list[float], list[float]]:
 Curve = tuple[list[float], list[float], list[float]]  # steps, minutes, values (or x, mean, sd)
 
 
-def _by_step(curves: list[Curve]) -> Curve:
-    values: dict[float, list[float]] = {}
-    for steps, _, ys in curves:
-        for x, y in zip(steps, ys):
-            values.setdefault(x, []).append(y)
-    xs = sorted(values)
-    means, sds = _mean_sd([values[x] for x in xs])
-    return xs, means, sds
+def _common_span(curves: list[Curve]) -> tuple[float, float] | None:
+    """From the latest first point to the earliest last point of ``curves`` (x: their second element); None
+    when they do not overlap."""
+    spans = [along for _, along, _ in curves if along]
+    if not spans:
+        return None
+    start, end = max(xs[0] for xs in spans), min(xs[-1] for xs in spans)
+    return (start, end) if start <= end else None
 
 
-def _by_time(curves: list[Curve]) -> Curve:
+def _mean_over(curves: list[Curve], grid: Sequence[float]) -> Curve:
+    """(grid, mean, sd) of every curve interpolated at each ``grid`` point (all within each curve's span)."""
     import numpy as np
 
-    spans = [(ts, ys) for _, ts, ys in curves if ts]
-    if not spans:
-        return [], [], []
-    end = max(ts[-1] for ts, _ in spans)
-    grid = np.linspace(min(ts[0] for ts, _ in spans), end, _TIME_POINTS)
-    columns: list[list[float]] = [[] for _ in grid]
-    for ts, ys in spans:
-        inside = (grid >= ts[0]) & (grid <= ts[-1])
-        for k in np.nonzero(inside)[0]:
-            columns[k].append(float(np.interp(grid[k], ts, ys)))
+    columns = [[float(np.interp(x, along, ys)) for _, along, ys in curves] for x in grid]
     means, sds = _mean_sd(columns)
-    return [float(t) for t in grid], means, sds
+    return [float(x) for x in grid], means, sds
+
+
+def mean_curve(curves: list[Curve], x_axis: str = "step") -> Curve:
+    """(x, mean, sd) of a configuration's runs, only where every run has a point (:func:`_common_span`): a
+    mean over the seeds that happen to go on would jump where one stops.  Against step, at each step some run
+    recorded in that span (a run without a record there interpolated between its neighbours); against time or
+    tokens, on a grid of :data:`_TIME_POINTS`."""
+    import numpy as np
+
+    if x_axis == "step":
+        curves = [(steps, steps, ys) for steps, _, ys in curves]
+    span = _common_span(curves)
+    if span is None:
+        return [], [], []
+    start, end = span
+    if x_axis == "step":
+        grid = sorted({x for _, along, _ in curves for x in along if start <= x <= end})
+    else:
+        grid = [float(x) for x in np.linspace(start, end, _TIME_POINTS)] if end > start else [start]
+    return _mean_over(curves, grid)
+
+
+PLOT_TITLE = "one thin line per seed; thick: the mean ± sd per configuration, only where every seed has a point"
+
+
+def legend(label: str, curves: list[Curve], x_axis: str) -> str:
+    """A configuration's legend entry: its runs, and where its mean ends when a seed stopped before the others
+    (the thin lines go on past the thick one), or that it has none when no span is every seed's."""
+    if len(curves) < 2:
+        return f"{label} (n={len(curves)})"
+    if not mean_curve(curves, x_axis)[0]:
+        return f"{label} (n={len(curves)}; no mean: no span has a point of every seed)"
+    ends = [(steps if x_axis == "step" else along)[-1] for steps, along, _ in curves if steps]
+    if min(ends) < max(ends):
+        unit = {"step": "step", "tokens": "tokens", "minutes": "min"}[x_axis]
+        end = f"step {min(ends):g}" if x_axis == "step" else f"{min(ends):.4g} {unit}"
+        return f"{label} (n={len(curves)}; mean to {end}, where the shortest seed ends)"
+    return f"{label} (n={len(curves)})"
 
 
 def _against(points: tuple[list[float], list[float], list[float], list[float]], x_axis: str) -> Curve:
@@ -150,15 +183,15 @@ def plot_curves(groups: Sequence[tuple[str, Sequence[Run]]], path: Path, *, metr
             continue
         for steps, along, values in member_curves:
             axes.plot(steps if x_axis == "step" else along, values, color=colour, linewidth=0.7, alpha=0.45)
-        xs, means, sds = _by_step(member_curves) if x_axis == "step" else _by_time(member_curves)
-        axes.plot(xs, means, color=colour, linewidth=2.0, label=f"{label} (n={len(member_curves)})")
+        xs, means, sds = mean_curve(member_curves, x_axis)
+        axes.plot(xs, means, color=colour, linewidth=2.0, label=legend(label, member_curves, x_axis))
         axes.fill_between(xs, [m - s for m, s in zip(means, sds)], [m + s for m, s in zip(means, sds)],
                           color=colour, alpha=0.18, linewidth=0)
     axes.set_xlabel(X_TITLES[x_axis])
     axes.set_ylabel(title(metric))
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=8, loc="best")
-    axes.set_title("one thin line per seed; the mean ± sd per configuration", fontsize=9)
+    axes.set_title(PLOT_TITLE, fontsize=9)
     figure.tight_layout()
     try:
         with atomic_file(target, "wb") as stream:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +22,7 @@ from depinduce.display import csv_cell, json_text, latex_text, markdown_cell, ma
 from depinduce.errors import UsageError
 from depinduce.api.reporting.aggregate import LABELS, Group, Stat
 from depinduce.api.reporting.papers import PaperFigure
+from depinduce.api.reporting.runs import shown_path
 from depinduce.api.reporting.scores import METRICS
 
 FORMATS = ("table", "markdown", "latex", "csv", "json")
@@ -87,9 +89,11 @@ def wide_metrics(groups: Sequence[Group]) -> list[str]:
 def _wide_table(groups: Sequence[Group], pm: str = "±") -> tuple[list[str], list[list[str]], set[int]]:
     """(header, rows, numeric columns) of the models × metrics table: one row per group (its n: the runs; a
     metric fewer runs measured says its own n), a row per group with the paper's figures below it, and the test
-    column only when the groups were scored on more than one test file."""
+    column when the groups were scored on more than one test file or the test file has a ``--label`` (the
+    reader of a one-file table must still learn its name)."""
     metrics = wide_metrics(groups)
-    with_test = len({g.test.resolve() for g in groups}) > 1  # files, not labels: two are never one column
+    with_test = (len({g.test.resolve() for g in groups}) > 1  # files, not labels: two are never one column
+                 or any(g.test_labelled for g in groups))
     header = ["model", *(["test"] if with_test else []), "n", *(LABELS[m] for m in metrics)]
     table = []
     for group in groups:
@@ -140,10 +144,16 @@ def _markdown(groups: Sequence[Group], blocks: Sequence[tuple[str, list[str]]], 
     return "\n".join(out) + "\n"
 
 
-_TYPOGRAPHY = {"–": "--", "—": "---", "±": r"$\pm$", "−": "--", "∩": r"$\cap$", "∪": r"$\cup$",
+_TYPOGRAPHY = {"–": "--", "—": "---", "±": r"$\pm$", "−": "$-$", "∩": r"$\cap$", "∪": r"$\cup$",
                "×": r"$\times$", "→": r"$\rightarrow$", "←": r"$\leftarrow$", "≤": r"$\leq$", "≥": r"$\geq$",
                "≈": r"$\approx$", "·": r"$\cdot$", "…": r"\ldots{}", "‘": "`", "’": "'", "“": "``", "”": "''",
                "°": r"$^\circ$", "µ": r"$\mu$", "\u00a0": "~"}
+# ASCII that pdflatex would turn into other characters: "--" into an en dash (an option's "--" must stay two
+# hyphens), "`" and "''" into curly quotes (the PTB tokens `` and '' must stay themselves)
+_LIGATURES = re.compile(r"-(?=-)|`|'(?=')|(?<=')'")
+_LIGATURE_BREAKS = {"-": "-{}", "`": r"\textasciigrave{}", "'": r"\textquotesingle{}"}
+# `code` as the notes write it (Markdown's rule: a run of backticks closed by a run of the same length)
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 
 
 def _ascii(ch: str) -> str:
@@ -158,9 +168,23 @@ def _ascii(ch: str) -> str:
 
 
 def latex_escape(text: str) -> str:
-    """Every LaTeX special character escaped (:func:`depinduce.display.latex_text`) and the text made ASCII
-    (dashes, ±, ∩ … typeset): pdflatex without inputenc tricks compiles it."""
-    return "".join(_ascii(ch) for ch in latex_text(text))
+    """Every LaTeX special character escaped (:func:`depinduce.display.latex_text`), the ligatures that would
+    change what the text says broken (``--`` stays two hyphens, backticks and ``''`` stay themselves) and the
+    text made ASCII (dashes, ±, ∩ … typeset): pdflatex without inputenc tricks compiles it."""
+    escaped = _LIGATURES.sub(lambda m: _LIGATURE_BREAKS[m.group()], latex_text(text))
+    return "".join(_ascii(ch) for ch in escaped)
+
+
+def latex_note(text: str) -> str:
+    """A note as LaTeX: :func:`latex_escape`, with each `code` span (an option, a command) in typewriter type
+    and a line break allowed after each ``/`` of the prose, so a path cannot run past the margin."""
+    out, start = [], 0
+    for match in _CODE_SPAN.finditer(text):
+        out.append(latex_escape(text[start:match.start()]).replace("/", r"/\allowbreak{}"))
+        out.append(r"\texttt{" + latex_escape(match.group(2).strip()) + "}")
+        start = match.end()
+    out.append(latex_escape(text[start:]).replace("/", r"/\allowbreak{}"))
+    return "".join(out)
 
 
 _LATEX_HEADER = {"n": "$n$", "UF1 (sentence)": "UF1 sent.", "UF1 (corpus)": "UF1 corp.", "perplexity": "PPL"}
@@ -175,9 +199,10 @@ def _latex(groups: Sequence[Group], blocks: Sequence[tuple[str, list[str]]], lay
            + r" \\", r"\midrule"]
     out += [" & ".join(latex_escape(cell) for cell in row) + r" \\" for row in cells]
     out += [r"\bottomrule", r"\end{tabular}}"]
-    for title, notes in blocks:
-        out.append(r"\par\noindent{\footnotesize\sloppy\textbf{" + latex_escape(title) + ".} "
-                   + " ".join(latex_escape(note) for note in notes) + r"\par}")
+    for title, notes in blocks:  # each block a list: one item a note, never one paragraph of them run together
+        out += [r"\par\smallskip\noindent{\footnotesize\sloppy\textbf{" + latex_escape(title) + ".}",
+                r"\begin{itemize}\setlength{\itemsep}{0pt}\setlength{\parskip}{0pt}",
+                *(r"\item " + latex_note(note) for note in notes), r"\end{itemize}}"]
     return "\n".join(out) + "\n"
 
 
@@ -191,7 +216,7 @@ def _csv(groups: Sequence[Group]) -> str:
         return "" if value is None or not math.isfinite(value) else repr(float(value))
 
     for group, metric, stat, figure in rows(groups):
-        writer.writerow([csv_cell(group.label), csv_cell(group.model), csv_cell(str(group.test)),
+        writer.writerow([csv_cell(group.label), csv_cell(group.model), csv_cell(shown_path(group.test)),
                          csv_cell(group.test_label), metric,
                          stat.n if stat else 0,
                          full(stat.mean if stat else None), full(stat.sd if stat else None),

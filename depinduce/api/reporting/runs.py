@@ -9,6 +9,7 @@ exists; one still training, or killed before it finished, is skipped with a warn
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,6 +22,16 @@ from depinduce.display import shell_command
 from depinduce.errors import DepinduceError, NotFoundError, RunDirectoryError
 
 Warn = Callable[[str], None]
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as a report prints it: relative to the current folder (``data/ptb/test.trees``,
+    ``../runs/seed-0``), so a table or note neither runs off a LaTeX page nor shows where the author's home
+    is; absolute only where no relative path exists (another drive)."""
+    try:
+        return os.path.relpath(os.path.abspath(path))
+    except ValueError:
+        return str(path)
 
 
 @dataclass
