@@ -344,8 +344,8 @@ def test_show_wraps_a_long_sentence_to_the_width(ptb: Path) -> None:
     assert whole.exit_code == 0 and max(display_width(line) for line in whole.stdout.splitlines()[1:]) > 120
     wrapped = run_cli("show", str(ptb / "test.conllu"), "--sentence", str(number), "--width", "120", "--no-color")
     assert wrapped.exit_code == 0, wrapped.output
-    lines = wrapped.stdout.splitlines()[1:]  # the caption is one line of text, not a picture
-    assert max(display_width(line) for line in lines) <= 120
+    assert max(display_width(line) for line in wrapped.stdout.splitlines()) <= 120
+    lines = [line for line in wrapped.stdout.splitlines() if not line.startswith("#")]  # the caption is text
     pieces = [line for line in lines if line.startswith("… words ")]
     assert len(pieces) >= 3 and pieces[0].startswith("… words 1-") and pieces[-1].endswith(f"of {len(words)}")
     # every word is drawn once, in order, across the pieces
@@ -353,6 +353,56 @@ def test_show_wraps_a_long_sentence_to_the_width(ptb: Path) -> None:
     position = 0
     for word in words:
         position = drawn.index(word, position) + 1
+
+
+def _long_sentence(n: int = 45, seed: int = 3) -> Sentence:
+    """``n`` words whose heads lie up to 14 words away: arcs that cross the pieces a narrow terminal cuts."""
+    import random
+
+    rng = random.Random(seed)
+    heads = [0 if d == 10 else rng.choice([h for h in range(max(1, d - 14), min(n, d + 14) + 1) if h != d])
+             for d in range(1, n + 1)]
+    words = [f"word{k}" for k in range(1, n + 1)]
+    return Sentence(words=words, heads=heads, deprels=["dep"] * n, text=" ".join(words))
+
+
+def test_a_wrapped_caption_breaks_between_words() -> None:
+    from depinduce.pictures.figures import display_width
+
+    sentence = _long_sentence()
+    caption = [line for line in sentences_text([sentence], width=80).splitlines() if line.startswith("#")]
+    assert len(caption) > 1 and all(display_width(line) <= 80 for line in caption)
+    assert [w for line in caption for w in line.lstrip("# ").split()] == ["1:", *sentence.words]  # none cut
+    assert sentences_text([sentence]).splitlines()[0] == f"# 1: {sentence.text}"  # no width: one line
+
+
+def test_arcs_cut_by_a_piece_edge_name_the_word_at_their_other_end() -> None:
+    """Each arc that leaves a piece ends at the edge in the number of the word it reaches: ``→17`` further
+    right, ``←3`` further left (an arc over the whole piece gets both)."""
+    import re
+
+    from depinduce.pictures.figures import display_width
+
+    sentence = _long_sentence()
+    lines = sentences_text([sentence], width=80).splitlines()
+    assert all(display_width(line) <= 80 for line in lines)
+    pieces: list[tuple[int, int, list[str]]] = []
+    for line in lines:
+        if found := re.fullmatch(r"… words (\d+)-(\d+) of 45", line):
+            pieces.append((int(found[1]), int(found[2]), []))
+        elif pieces:
+            pieces[-1][2].append(line)
+    assert len(pieces) >= 3
+    arcs = [(min(h, d), max(h, d)) for d, h in enumerate(sentence.heads, start=1) if h]
+    for first, last, drawn in pieces:
+        expected = sorted([f"←{lo}" for lo, hi in arcs if lo < first <= hi]
+                          + [f"→{hi}" for lo, hi in arcs if lo <= last < hi])
+        found = sorted(mark for line in drawn for mark in re.findall(r"[←→]\d+", line))
+        assert found == expected, (first, last)
+        assert expected or first == 1  # the sentence is built so that arcs cross every cut
+    # a left mark sits at the start of its line, a right one at its end
+    marked = [line for _, _, drawn in pieces for line in drawn if re.search(r"[←→]\d", line)]
+    assert all(re.fullmatch(r" *(←\d+)?[^←→]*(→\d+)?", line) for line in marked)
 
 
 def test_show_writes_one_svg_per_sentence_into_a_new_folder(ptb: Path, tmp_path: Path) -> None:

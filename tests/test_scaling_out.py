@@ -194,6 +194,32 @@ def test_jobs_run_seeds_at_once_each_as_alone(tmp_path: Path, data: Path, tiny_p
     lines = together.stderr.splitlines()
     assert any(line.startswith("seed 0: ") for line in lines) and any(line.startswith("seed 1: ") for line in lines)
     assert re.search(r"seeds 0, 1: together [\d,]+ training tokens/s", together.stderr)
+    # complete lines only: the seeds' progress came as plain lines, which this process read and did not print
+    assert "\r" not in together.stderr and "%|" not in together.stderr and "progress: " not in together.stderr
+
+
+def test_jobs_read_each_seeds_progress_lines(tmp_path: Path) -> None:
+    """A seed's stderr is a pipe: its progress lines become its part of the status line (tokens/s added up),
+    every other complete line is printed prefixed ``seed S:``."""
+    from depinduce.api import seed_jobs
+
+    shown: list[str] = []
+    display = seed_jobs._Display(quiet=False)
+    display.line = shown.append  # type: ignore[method-assign]
+    jobs = []
+    for seed, speed in ((0, "1,200"), (1, "800")):
+        reader, writer = os.pipe()
+        os.write(writer, (f"training tiny-mlm on cpu\nprogress: epoch 2/3 | 45% | step 11/24 | 00:09 left | loss 8.1 | "
+                          f"lr 3.00e-04 | {speed} tok/s | 1230 tokens seen\n").encode())
+        os.close(writer)
+        job = seed_jobs._Job(seed, tmp_path, seed, None, reader)  # type: ignore[arg-type]
+        while job.open:
+            seed_jobs._read(job, display)
+        os.close(reader)
+        jobs.append(job)
+    assert shown == ["seed 0: training tiny-mlm on cpu", "seed 1: training tiny-mlm on cpu"]
+    assert [seed_jobs.compact(job.progress) for job in jobs] == ["epoch 2/3 45% 1,200 tok/s", "epoch 2/3 45% 800 tok/s"]
+    assert sum(seed_jobs.speed_of(job.progress) for job in jobs) == 2000.0
 
 
 def test_ctrl_c_stops_every_job(tmp_path: Path, data: Path, tiny_plugin: Path) -> None:

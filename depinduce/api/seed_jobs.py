@@ -5,11 +5,13 @@ on CPU with the same ``--threads``).  Processes rather than threads or ranks: se
 cannot take the others down, and the OS divides the cores (CPU: ``--threads``, else cores/K each), the one GPU
 (shared) or the GPUs (one seed per device, round robin).
 
-Each child writes its stderr to a pseudo-terminal, so its progress bar refreshes as on a console; this process
-reads them all and shows one status line for every running seed (with their tokens/s added up), prints the
-children's other lines prefixed ``seed S:``, and forwards Ctrl-C / SIGTERM to each child once per signal received
-(the children run in sessions of their own, so a terminal's Ctrl-C reaches them only through here): the first
-stops every seed cleanly (checkpointed) and starts no new one, a second interrupts them, a third kills them.
+Each child writes its stderr to a pipe, so it prints its progress as plain lines (a :class:`ProgressLine` every
+second, ``DEPINDUCE_PROGRESS_EVERY``) rather than a bar redrawn in place, whose fragments a pipe would keep; this
+process reads them all, parses those lines (:meth:`ProgressLine.parse`, the format's one reader) into one status
+line for every running seed (with their tokens/s added up), prints the children's other lines prefixed
+``seed S:``, and forwards Ctrl-C / SIGTERM to each child once per signal received (the children run in sessions of
+their own, so a terminal's Ctrl-C reaches them only through here): the first stops every seed cleanly
+(checkpointed) and starts no new one, a second interrupts them, a third kills them.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 
 from depinduce.display import printable, say, shell_command
 from depinduce.errors import DepinduceError, RecipeError, ResourceError
+from depinduce.training.budget_bar import PROGRESS_EVERY, ProgressLine
 from depinduce.training.signals import stop_signals_handled
 from depinduce.data.run_files import read_manifest, read_metrics
 
@@ -119,8 +122,7 @@ _FLAGS = {"model": "--model", "data": "--data", "recipe": "--recipe", "seed": "-
           "max_tokens": "--max-tokens", "init_train": "--init-train", "init_dev": "--init-dev",
           "warm_start": "--warm-start", "encoder_path": "--encoder-path"}
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_BAR = re.compile(r"(epoch \d+/\d+)\S*\s+(\d+)%")
-_SPEED = re.compile(r"tok_s=([\d,]+\d)")
+CHILD_PROGRESS_EVERY = 1.0  # seconds between a seed's progress lines (this process redraws every REFRESH_TTY)
 REFRESH_TTY = 0.5  # seconds between redraws of the status line on a terminal
 REFRESH_LOG = 30.0  # between status lines in a log, as the progress bar does
 
@@ -166,25 +168,21 @@ def job_threads(threads: int | None, devices: list[str]) -> int | None:
     return max(1, cores // len(devices))
 
 
-def compact(progress: str) -> str:
-    """A progress bar's text shortened to what the status line shows: ``epoch 2/40 45% 1,234 tok/s``."""
-    bar = _BAR.search(progress)
-    if bar is None:
-        return progress.strip()[:40]
-    parts = [bar.group(1), f"{bar.group(2)}%"]
-    if speed := _SPEED.search(progress):
-        parts.append(f"{speed.group(1)} tok/s")
-    return " ".join(parts)
+def compact(progress: ProgressLine | None) -> str:
+    """A seed's last progress line shortened to what the status line shows: ``epoch 2/40 45% 1,234 tok/s``."""
+    if progress is None:
+        return ""
+    return " ".join([f"epoch {progress.epoch}", f"{progress.percent}%"]
+                    + ([f"{progress.speed} tok/s"] if progress.speed else []))
 
 
-def speed_of(progress: str) -> float:
-    found = _SPEED.search(progress)
-    return float(found.group(1).replace(",", "")) if found else 0.0
+def speed_of(progress: ProgressLine | None) -> float:
+    return progress.tokens_per_second if progress is not None else 0.0
 
 
 @dataclass
 class _Job:
-    """One running seed: its process, the reading end of its stderr and what its bar last said."""
+    """One running seed: its process, the reading end of its stderr and its last progress line."""
 
     seed: int
     run: Path
@@ -192,7 +190,7 @@ class _Job:
     process: subprocess.Popen
     fd: int
     pending: str = ""
-    progress: str = ""
+    progress: ProgressLine | None = None
     open: bool = True
     started: float = field(default_factory=time.monotonic)
 
@@ -220,28 +218,15 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _spawn(item: SeedRun, slot: int, device: str, threads: int | None) -> _Job:
-    """Start one seed's process with its stderr on a pseudo-terminal (a pipe where there are none)."""
+    """Start one seed's process with its stderr on a pipe: it writes complete lines, its progress among them
+    (:class:`ProgressLine`, every :data:`CHILD_PROGRESS_EVERY` seconds)."""
     assert item.call is not None
     command = child_command(item.call, device, threads)
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if hasattr(os, "openpty"):
-        import fcntl
-        import struct
-        import termios
-        import tty
-
-        reader, writer = os.openpty()
-        tty.setraw(writer)  # no \n → \r\n translation; the bar's \r stays a \r
-        fcntl.ioctl(writer, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))  # the bar's width
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=writer, env=env, start_new_session=True,
-                                   preexec_fn=_with_parent())
-        os.close(writer)
-    else:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                                   start_new_session=True, preexec_fn=_with_parent())
-        assert process.stderr is not None
-        reader = process.stderr.fileno()
-    return _Job(item.seed, item.run, slot, process, reader)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **{PROGRESS_EVERY: f"{CHILD_PROGRESS_EVERY:g}"})
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                               start_new_session=True, preexec_fn=_with_parent())
+    assert process.stderr is not None
+    return _Job(item.seed, item.run, slot, process, process.stderr.fileno())
 
 
 class _Display:
@@ -292,10 +277,11 @@ class _Display:
 
 
 def _read(job: _Job, display: _Display) -> None:
-    """Take what the child wrote: whole lines are printed, a bar's ``\\r``-ended refresh becomes its status."""
+    """Take what the child wrote: a progress line becomes its status, every other whole line is printed (a
+    ``\\r``-ended fragment, which no seed should write, is dropped)."""
     try:
         chunk = os.read(job.fd, 65536)
-    except OSError:  # EIO: the pseudo-terminal's other end is closed, the child has exited
+    except OSError:  # the other end is gone: the child has exited
         chunk = b""
     if not chunk:
         job.open = False
@@ -306,17 +292,15 @@ def _read(job: _Job, display: _Display) -> None:
     for text, end in zip(pieces[::2], pieces[1::2]):
         if not text.strip():
             continue
-        if end == "\r":
-            job.progress = text
-        else:
+        if (progress := ProgressLine.parse(text)) is not None:
+            job.progress = progress
+        elif end != "\r":
             display.line(f"seed {job.seed}: {text.rstrip()}")
 
 
 def _close(job: _Job) -> None:
-    if job.process.stderr is not None:
-        job.process.stderr.close()
-    else:
-        os.close(job.fd)
+    assert job.process.stderr is not None
+    job.process.stderr.close()
 
 
 @contextmanager

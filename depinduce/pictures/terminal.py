@@ -11,7 +11,9 @@ per height (``└─NP─┘``); in gold mode a predicted constituent missing fr
 gold span missing from the prediction is a ``missing NP`` (or ``✗ NP``) bracket in the rows below.  Coloured
 (only when asked, i.e. on a terminal): wrong arcs and spans red, punctuation dim.  A sentence wider than
 ``width`` cells is cut between words into pieces stacked one under the other (``… words 21-40 of 48``), each
-piece whole columns: an arc to a word in another piece runs off the piece's edge.
+piece whole columns: an arc to a word in another piece runs off the piece's edge into the number of the word at
+its other end (``───→17`` to word 17 further right, ``←3───`` to word 3 further left), so it can be followed
+across pieces.  The caption is wrapped to the width between words.
 
 Example (``The dog barks .``, heads 2 3 0 3)::
 
@@ -23,6 +25,7 @@ Example (``The dog barks .``, heads 2 3 0 3)::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,6 +45,7 @@ _BOX = {
 _PUNCT, _PLAIN, _WRONG = 1, 2, 3
 _ANSI = {_PUNCT: "\x1b[2m", _WRONG: "\x1b[31m"}
 _RESET = "\x1b[0m"
+_COLOUR = re.compile("\x1b\\[[0-9;]*m")
 
 
 @dataclass(frozen=True)
@@ -146,24 +150,48 @@ def _pieces(starts: Sequence[int], widths: Sequence[int], width: int) -> list[tu
     return pieces + [(a, len(starts))]
 
 
+def _visible_width(line: str) -> int:
+    """Cells a drawn line takes on the terminal (its colour codes take none)."""
+    return display_width(_COLOUR.sub("", line))
+
+
+def _edge_mark(text: str, style: int, color: bool) -> str:
+    return f"{_ANSI[style]}{text}{_RESET}" if color and style in _ANSI else text
+
+
 def sentence_text(sentence: Sentence, marks: Marks | None = None, *, color: bool = False,
                   width: int | None = None) -> list[str]:
     """The lines that draw one sentence's arcs over its words, and its tree under them (no caption); wider
-    than ``width`` cells, cut between words into pieces stacked one under another."""
-    lines, starts, widths = _sentence_lines(sentence, marks, color=color)
+    than ``width`` cells, cut between words into pieces stacked one under another.  An arc cut by a piece's edge
+    ends there in the number of the word at its other end (``→17``, ``←3``): without it a reader cannot tell
+    where an arc leaving a piece arrives."""
+    lines, starts, widths, placed = _sentence_lines(sentence, marks, color=color)
     if not width or not starts or starts[-1] + widths[-1] <= width:
         return lines
+    # room beside each piece for the marks of the arcs cut by its edges (``←45`` left, ``→45`` right)
+    mark_width = 1 + len(str(len(starts)))
+    room = width - 2 * mark_width if width - 2 * mark_width >= max(widths) else width
     out: list[str] = []
-    pieces = _pieces(starts, widths, width)
-    for a, b in pieces:
+    for a, b in _pieces(starts, widths, room):
+        first, last = starts[a], starts[b - 1] + widths[b - 1]  # the piece's cells: [first, last)
+        left = {y: (f"←{arc.words[0]}", arc.style) for y, arc in placed if arc.lo < first <= arc.hi}
+        right = {y: (f"→{arc.words[1]}", arc.style) for y, arc in placed if arc.lo < last <= arc.hi}
+        margin = max((display_width(text) for text, _ in left.values()), default=0)
         out.append(f"… words {a + 1}-{b} of {len(starts)}")
-        out.extend(_cut(line, starts[a], starts[b - 1] + widths[b - 1]) for line in lines)
+        for y, line in enumerate(lines):
+            cut = _cut(line, first, last)
+            text, style = left.get(y, ("", 0))
+            row = " " * (margin - display_width(text)) + _edge_mark(text, style, color) + cut
+            if y in right:
+                text, style = right[y]
+                row += " " * (margin + last - first - _visible_width(row)) + _edge_mark(text, style, color)
+            out.append(row.rstrip())
     return out
 
 
 def _sentence_lines(sentence: Sentence, marks: Marks | None, *, color: bool
-                    ) -> tuple[list[str], list[int], list[int]]:
-    """The whole drawing's lines, and each word's first cell and width."""
+                    ) -> tuple[list[str], list[int], list[int], list[tuple[int, _TextArc]]]:
+    """The whole drawing's lines, each word's first cell and width, and each arc with the line it runs in."""
     n = len(sentence.words)
     # user text escaped before it is measured: a token's escape sequence must never reach the terminal
     words = [printable(w) for w in sentence.words]
@@ -177,7 +205,7 @@ def _sentence_lines(sentence: Sentence, marks: Marks | None, *, color: bool
     heads = sentence.heads
     if heads is None:
         return [_centred_row(total, starts, widths, words),
-                *_tree_lines(sentence, marks, starts, widths, color=color)], starts, widths
+                *_tree_lines(sentence, marks, starts, widths, color=color)], starts, widths, []
     punct = unscored_mask(sentence, marks)
     arcs: list[_TextArc] = []
     for d, h in enumerate(heads, start=1):
@@ -218,7 +246,8 @@ def _sentence_lines(sentence: Sentence, marks: Marks | None, *, color: bool
     if any(notes):
         row = _centred_row(total, starts, widths, notes)
         lines.append(row.replace("✗", "\x1b[31m✗\x1b[0m") if color else row)
-    return lines + _tree_lines(sentence, marks, starts, widths, color=color), starts, widths
+    placed = [(top - row, arc) for arc, row in zip(arcs, rows)]
+    return lines + _tree_lines(sentence, marks, starts, widths, color=color), starts, widths, placed
 
 
 def _tree_lines(sentence: Sentence, marks: Marks | None, starts: Sequence[int], widths: Sequence[int], *,
@@ -266,6 +295,38 @@ def _centred_row(total: int, starts: Sequence[int], widths: Sequence[int], texts
     return grid.render(False)[0]
 
 
+def caption_lines(text: str, width: int | None) -> list[str]:
+    """``# text`` in lines of at most ``width`` cells, broken between words (a terminal would break it anywhere,
+    mid-word); the lines after the first are indented under the text.  Only a word wider than a line is cut."""
+    first, rest = "# ", "#   "
+    if not width or display_width(first + text) <= width:
+        return [first + text]
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        if line and display_width((rest if lines else first) + line + " " + word) > width:
+            lines.append((rest if lines else first) + line)
+            line = ""
+        line = f"{line} {word}" if line else word
+        while len(line) > 1 and display_width((prefix := rest if lines else first) + line) > width:
+            head = _cells(line, width - display_width(prefix))  # a word wider than a line
+            lines.append(prefix + head)
+            line = line[len(head):]
+    if line:
+        lines.append((rest if lines else first) + line)
+    return lines
+
+
+def _cells(text: str, cells: int) -> str:
+    """The longest start of ``text`` that takes at most ``cells`` cells (at least one character)."""
+    taken = 0
+    for k, ch in enumerate(text):
+        taken += display_width(ch)
+        if taken > cells:
+            return text[:max(k, 1)]
+    return text
+
+
 def sentences_text(sentences: Sequence[Sentence], marks: Sequence[Marks | None] | None = None, *,
                    color: bool = False, width: int | None = None) -> str:
     """Every sentence as a block: ``# caption``, its arcs, its words; blocks separated by a blank line; a
@@ -273,7 +334,7 @@ def sentences_text(sentences: Sequence[Sentence], marks: Sequence[Marks | None] 
     blocks = []
     for ordinal, sentence in enumerate(sentences, start=1):
         mark = marks[ordinal - 1] if marks is not None else None
-        lines = [f"# {printable(caption(sentence, ordinal, mark))}",
+        lines = [*caption_lines(printable(caption(sentence, ordinal, mark)), width),
                  *sentence_text(sentence, mark, color=color, width=width)]
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)

@@ -37,7 +37,7 @@ from depinduce.training.em import EMLoop
 from depinduce.training.gradient import GradientLoop
 from depinduce.training.options import TrainOptions, TrainResult
 from depinduce.training.records import TrainLog
-from depinduce.training.run import recorded_settings
+from depinduce.training.run import FreshStart, recorded_settings
 from depinduce.training.trainrun import Log, Progress, derived_seed, open_records, trainable_class
 
 # Where other code and tests have always found them: the records, the helpers and the loops.
@@ -60,16 +60,28 @@ def train(options: TrainOptions, log: Log = _stderr) -> TrainResult:
         # every status line also goes to RUN_DIR/train.log (written by the first rank, --quiet or not)
         tee = TrainLog(shown, keep=context.is_main)
         options, chosen = _with_defaults(options, context)
-        with ExitStack() as stack:
-            open_records(stack, options, context, tee)
-            loop = loop_class(options)(options, context, tee)
-            loop.run.open_log(stack, tee)
-            if chosen:  # said once the settings are known to be valid, so an error stays a single line
-                budgets = [f"time budget {fmt_minutes(loop.run.budget)}"] if loop.run.budget is not None else []
-                if loop.run.token_budget is not None:
-                    budgets.append(f"token budget {fmt_tokens(loop.run.token_budget)} training tokens")
-                tee(f"{chosen}, {', '.join(budgets) or f'time budget {fmt_minutes(None)}'}")
-            result = loop.train()
+        # a new run failing before its first step takes back what it made, so the same command runs again
+        fresh = FreshStart(Path(options.run_dir)) if context.is_main and not options.resume else None
+        loop: GradientLoop | EMLoop | None = None
+
+        def trained() -> bool:
+            return loop is not None and loop.progress.step > 0
+
+        try:
+            with ExitStack() as stack:
+                open_records(stack, options, context, tee, fresh=fresh, trained=trained)
+                loop = loop_class(options)(options, context, tee)
+                loop.run.open_log(stack, tee)
+                if chosen:  # said once the settings are known to be valid, so an error stays a single line
+                    budgets = [f"time budget {fmt_minutes(loop.run.budget)}"] if loop.run.budget is not None else []
+                    if loop.run.token_budget is not None:
+                        budgets.append(f"token budget {fmt_tokens(loop.run.token_budget)} training tokens")
+                    tee(f"{chosen}, {', '.join(budgets) or f'time budget {fmt_minutes(None)}'}")
+                result = loop.train()
+        except BaseException:
+            if fresh is not None and not trained():
+                fresh.take_back_folders()  # the lock released: its file lay in the run folder's parent
+            raise
         # every rank done before the group goes away: a rank whose peer tears gloo down mid-exchange aborts
         context.barrier()
         return result

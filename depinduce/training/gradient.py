@@ -11,7 +11,6 @@ guarantee is said in :mod:`depinduce.training.engine`.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -298,7 +297,7 @@ class GradientLoop:
         self.run.dir.append_metrics(record)
         line = (f"step {progress.step} | train loss {nll / count:.4f} | lr {self.schedule.lr:.2e} | "
                 f"{fmt_tokens(progress.tokens_seen)} tokens seen | {seconds:.1f} s in these steps")
-        if isinstance(self.log, TrainLog) and sys.stderr.isatty():
+        if isinstance(self.log, TrainLog) and self.bar.in_place:
             self.log.file_only(line)  # a terminal has it in the progress bar
         else:
             self.log(line)

@@ -3,7 +3,9 @@
 ``train.log`` holds every status line the run printed (and the ``train.log_every`` training-loss lines), each
 with its time, appended across resumes; the progress bar is drawn on the terminal only, so the file has none of
 its fragments.  TensorBoard events (``train.tensorboard: true``, the ``tensorboard`` extra) carry every number
-``metrics.jsonl`` records, under ``train/…``, ``dev/…`` and ``run/…``, at the record's step.
+``metrics.jsonl`` records at the record's step: an evaluation's under ``train/…``, ``dev/…`` and ``run/…``, a
+``train.log_every`` record's under ``log/…`` and a learning-curve point's under ``curve/…``, so each tag has one
+value per step (a ``log_every`` step can also be an evaluation's, and the two average different windows).
 """
 
 from __future__ import annotations
@@ -80,23 +82,31 @@ def _tag(key: str) -> str:
     return f"{family}/{rest}" if family in ("train", "dev") and rest else f"run/{key}"
 
 
-class TensorBoard:
-    """Every number of every ``metrics.jsonl`` record as a TensorBoard scalar at the record's step."""
+def _family(record: Mapping[str, Any]) -> str:
+    """The tag prefix of a record's kind: ``log/`` for a ``train.log_every`` record (its loss averages the last N
+    steps, an evaluation's the steps since the previous evaluation), ``curve/`` for a learning-curve point."""
+    return "curve/" if record.get("curve") else "log/" if record.get("train_log") else ""
 
-    def __init__(self, directory: Path) -> None:
+
+class TensorBoard:
+    """Every number of every ``metrics.jsonl`` record as a TensorBoard scalar at the record's step, one value per
+    tag and step (:func:`_family`).  ``purge_step``: a resume's first step, so the steps a killed run logged after
+    its checkpoint (trained again now) are hidden rather than shown twice."""
+
+    def __init__(self, directory: Path, *, purge_step: int | None = None) -> None:
         kept_folder(directory)  # first: a link out of the run or a read-only folder is one line, not a traceback
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:
             raise ResourceError("train.tensorboard: true needs the tensorboard package: "
                                 "pip install 'depinduce[tensorboard]' (or set train.tensorboard: false)") from None
-        self.writer = SummaryWriter(log_dir=str(directory))
+        self.writer = SummaryWriter(log_dir=str(directory), purge_step=purge_step)
 
     def __call__(self, record: Mapping[str, Any]) -> None:
         step = record.get("step")
         if not isinstance(step, int):
             return
-        prefix = "curve/" if record.get("curve") else ""
+        prefix = _family(record)
         for key, value in record.items():
             if key in ("step", "best") or isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import platform
 import sys
 import time
@@ -96,6 +97,79 @@ def clear_run_files(run_dir: Path) -> None:
     if not (run_dir / TENSORBOARD_DIR).is_symlink():  # a link's files are not the run's to delete
         for events in run_dir.glob(f"{TENSORBOARD_DIR}/events.out.tfevents.*"):  # train.tensorboard's, old run
             events.unlink(missing_ok=True)
+
+
+def _stamps(folder: Path) -> dict[str, tuple[int, int]]:
+    """Each entry of ``folder`` (none when it is no folder) by name: its inode and change time, which a file
+    written anew never keeps."""
+    try:
+        with os.scandir(folder) as entries:
+            return {entry.name: (stat.st_ino, stat.st_ctime_ns)
+                    for entry in entries for stat in [entry.stat(follow_symlinks=False)]}
+    except OSError:
+        return {}
+
+
+class FreshStart:
+    """What a new (not resumed) run's start creates, so that a start failing before the first training step (a
+    missing extra, a bad setting found late, an error in the first step) can take it back: a folder left behind
+    would refuse the same command next time ("already exists; use --force") yet hold nothing to resume.
+
+    Only what this start made is taken back: the run's own files (:data:`RUN_FILES`, temporary leftovers and
+    TensorBoard events) that were not there before or were written anew since (another inode or change time), then
+    the folders it created (the run folder, missing parents) when they are empty.  A file of the user's is never
+    touched, nor a run file this start did not write, nor anything through a link."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = absolute(run_dir)
+        # innermost first; a dangling link is no missing folder of ours
+        self.made_folders = [p for p in (self.path, *self.path.parents) if not os.path.lexists(p)]
+        self.before = _stamps(self.path)
+        self.board_before = _stamps(self.path / TENSORBOARD_DIR)
+        self.locked = False  # set once this start holds the run's lock: until then the folder may be another's
+
+    def _written(self, path: Path, before: dict[str, tuple[int, int]]) -> bool:
+        """``path`` is a file (no link) this start wrote."""
+        try:
+            stat = path.lstat()
+        except OSError:
+            return False
+        return path.is_file() and not path.is_symlink() and before.get(path.name) != (stat.st_ino,
+                                                                                        stat.st_ctime_ns)
+
+    def take_back_files(self) -> None:
+        """Remove the run files this start wrote (called while the run's lock is still held)."""
+        if not self.locked or self.path.is_symlink() or not self.path.is_dir():
+            return
+        candidates = [self.path / name for name in RUN_FILES] + list(self.path.glob(".*.tmp"))
+        for path in candidates:
+            if self._written(path, self.before):
+                path.unlink(missing_ok=True)
+        board = self.path / TENSORBOARD_DIR
+        if board.is_dir() and not board.is_symlink():
+            for events in board.glob("events.out.tfevents.*"):
+                if self._written(events, self.board_before):
+                    events.unlink(missing_ok=True)
+            if TENSORBOARD_DIR not in self.before:
+                _remove_empty(board)
+
+    def take_back_folders(self) -> None:
+        """Remove the folders this start created, innermost first, as far as they are empty (after the lock,
+        whose file lies beside the run folder, is released)."""
+        if not self.locked:  # another process holds the run: the folders may be its
+            return
+        for folder in self.made_folders:
+            if not _remove_empty(folder):
+                return
+
+
+def _remove_empty(folder: Path) -> bool:
+    """Remove ``folder`` if it is an empty folder; whether it is gone."""
+    try:
+        folder.rmdir()
+    except OSError:
+        return not os.path.lexists(folder)
+    return True
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from depinduce.training.evaluation import DevTreebank
 from depinduce.training.options import TrainOptions, TrainResult
 from depinduce.training.outcome import BASELINE, baseline_metrics, dev_comparison
 from depinduce.training.records import LOG_NAME, TENSORBOARD_DIR, TensorBoard, TrainLog
-from depinduce.training.run import RunDir, check_run_dir, clear_run_files, command_line
+from depinduce.training.run import FreshStart, RunDir, check_run_dir, clear_run_files, command_line
 from depinduce.training.signals import stop_signals_handled
 
 Log = Callable[[str], None]
@@ -126,12 +126,22 @@ class StopSignal:
             yield
 
 
-def open_records(stack: ExitStack, options: TrainOptions, context: distributed.DistContext, log: TrainLog) -> None:
+def open_records(stack: ExitStack, options: TrainOptions, context: distributed.DistContext, log: TrainLog, *,
+                 fresh: FreshStart | None = None, trained: Callable[[], bool] = lambda: True) -> None:
     """One writer per run directory (the first rank takes its lock; the others write nothing); the log file is
-    closed when the stack unwinds."""
+    closed when the stack unwinds.  ``fresh``: a new run's files are taken back, still under the lock, when the
+    block fails before ``trained()`` (the first training step), so the same command can simply be run again."""
     if context.is_main:
         stack.enter_context(exclusive(options.run_dir, "train"))
     stack.callback(log.close)
+    if fresh is not None:
+        fresh.locked = True  # from here on, what appears in the run folder is this start's
+        def take_back(kind: type[BaseException] | None, *_: Any) -> None:
+            if kind is not None and not trained():
+                log.close()  # train.log is among the files taken back
+                fresh.take_back_files()
+
+        stack.push(take_back)
 
 
 class TrainingRun:
@@ -168,6 +178,7 @@ class TrainingRun:
         self.stop = StopSignal()
         self.select = self.train_config.selection.select  # the loop settles it once it knows what its data can score
         self.wall_base = 0.0  # a resumed run's clock continues from its checkpoint (:meth:`continue_clock`)
+        self.resumed_step: int | None = None  # the checkpoint's step, once a resume has read it
 
     def _resolve_config(self) -> ResolvedConfig:
         options = self.options
@@ -193,7 +204,9 @@ class TrainingRun:
         """``train.log`` in the run directory, and TensorBoard events when the config asks for them."""
         log.open(self.dir.path / LOG_NAME)
         if self.train_config.records.tensorboard and self.context.is_main:
-            board = TensorBoard(self.dir.path / TENSORBOARD_DIR)
+            resumed = self.resumed_step  # a resume hides the events a killed run wrote after its checkpoint
+            board = TensorBoard(self.dir.path / TENSORBOARD_DIR,
+                                purge_step=None if resumed is None else resumed + 1)
             stack.callback(board.close)
             self.dir.observers.append(board)
 
@@ -320,6 +333,7 @@ class TrainingRun:
             progress = Progress(**state["progress"])
         except TypeError as exc:
             raise ModelError(f"{self.dir.last}: unexpected progress record ({exc})") from exc
+        self.resumed_step = progress.step
         return state, progress
 
     def continue_clock(self, progress: Progress) -> None:
