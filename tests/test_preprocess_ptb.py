@@ -87,12 +87,17 @@ def test_the_sample_gets_browns_text_by_default(nltk_data: Path, tmp_path: Path)
     manifest = json.loads((out / "manifest.json").read_text())
     splits = manifest["splits"]
     assert {s: splits[s]["sentences"] for s in ("train", "dev", "test")} == {"train": 59952, "dev": 459, "test": 661}
-    assert splits["train"]["words"] == 1072508 and splits["train"]["gold_sentences"] == 2794
+    assert splits["train"]["words"] == 1082116 and splits["train"]["gold_sentences"] == 2794
     assert splits["train"]["extra_text_read"] == 57340 and splits["train"]["extra_text_removed_overlap"] == 1
     assert manifest["training_view"]["extra_corpora"] == ["brown"] and manifest["options"]["max_vocab"] == 10000
     assert manifest["vocab"]["size"] == 10003
     assert splits["test"]["words"] == 13812  # the scored words do not change
     assert len((out / "train.conllu").read_text().split("\n\n")) - 1 == 2794  # gold trees: the sample's only
+    brown = (out / "train.txt").read_text().splitlines()[2794:]
+    assert brown[0].startswith("the fulton county grand jury said friday an investigation of atlanta 's recent")
+    words = [word for line in brown for word in line.split()]
+    assert words.count("'s") == 5865 and words.count("n't") == 2100  # Brown's clitics split as the PTB splits them
+    assert not [word for word in words if re.fullmatch(r"[a-z]+'(s|m|re|ll|ve|d)|[a-z]+n't", word)]
 
 
 def test_without_brown_the_default_says_how_to_get_it(nltk_data: Path, tmp_path: Path,

@@ -6,8 +6,9 @@ closing quotes or brackets) followed by whitespace and a word that starts with a
 opening quote/bracket — unless the period belongs to a known abbreviation (``Mr.``, ``Corp.``; ``No.`` and
 ``Nov.`` only before a number), an initial (``J.``) or a dotted acronym (``U.S.``).  With ``one_per_line`` every
 non-blank line is a sentence.  Sentences are tokenised with nltk's TreebankWordTokenizer, the PTB's own
-conventions (``don't`` → ``do n't``).  NLTK corpora (``brown``) come tokenised by their makers and are taken as
-they are.
+conventions (``don't`` → ``do n't``).  NLTK corpora (``brown``) come tokenised by their makers, who keep clitics on
+their words (``that's``, ``atlanta's``); those tokens are split the PTB's way (``that 's``), so that the extra text and
+the treebank share one vocabulary for them (:func:`read_nltk_corpus`).
 
 Chinese and Japanese are written without spaces between words, and no rule here can find their words; text in
 them must come pre-tokenised (one sentence per line, tokens separated by spaces, as the treebank's own tokens
@@ -218,8 +219,20 @@ def require_nltk_corpus(name: str, alternative: str = "") -> None:
                             + (f" ({alternative})" if alternative else "")) from None
 
 
+# A token with an apostrophe next to a letter: a clitic the PTB would split (``that's``, ``can't``, ``boys'``).
+_CLITIC = re.compile(r"[A-Za-z]'|'[A-Za-z]")
+
+
+def ptb_clitics(words: Sequence[str]) -> list[str]:
+    """``words`` with clitics split as the PTB splits them (``atlanta's`` → ``atlanta 's``, ``can't`` → ``ca n't``).
+
+    Only tokens holding an apostrophe beside a letter go through the Treebank tokenizer, one at a time: given a
+    whole sentence it would also split a final ``jr.`` and turn Brown's closing quotes into opening ones."""
+    return [piece for word in words for piece in (tokenize(word) if _CLITIC.search(word) else (word,))]
+
+
 def read_nltk_corpus(name: str) -> list[Sentence]:
-    """The sentences of an NLTK corpus (already tokenised by its makers)."""
+    """The sentences of an NLTK corpus (tokenised by its makers; clitics split the PTB's way, module docstring)."""
     if name not in NLTK_CORPORA:
         raise UsageError(f"unknown NLTK corpus {name!r}; choose one of {', '.join(NLTK_CORPORA)}")
     import nltk.corpus
@@ -230,5 +243,5 @@ def read_nltk_corpus(name: str) -> list[Sentence]:
     for fileid in corpus.fileids():
         for number, words in enumerate(corpus.sents(fileid), start=1):
             if words:
-                sentences.append(Sentence(words=list(words), sent_id=f"{name}/{fileid}:{number}"))
+                sentences.append(Sentence(words=ptb_clitics(words), sent_id=f"{name}/{fileid}:{number}"))
     return sentences
