@@ -104,7 +104,8 @@ class GradientLoop:
             raise RecipeError("one optimiser update per refinement pass (updates: per_pass) runs in one process "
                               "only: ranks would stop refining after different passes; use updates: per_batch")
         self.schedule = Schedule(self.optimizer, cfg,
-                                 cfg.budget.epochs * self.steps_per_epoch * self.objective.max_updates(self.model))
+                                 cfg.budget.epochs * self.steps_per_epoch * self.objective.max_updates(self.model),
+                                 token_budget=run.token_budget)
         self.step = OptimiserStep(self.model, wrapped, self.objective, self.optimizer, self.schedule, self.params,
                                   clip=cfg.optimiser.clip, precision=execution.precision, context=context,
                                   stepwise=stepwise)
@@ -234,6 +235,7 @@ class GradientLoop:
             progress.batches_done = (k + 1) * ctx.world_size
             progress.tokens += tokens
             progress.tokens_seen += tokens * ctx.world_size  # ranks read equal shares, to a batch
+            self.schedule.after_tokens(progress.tokens_seen)
             progress.seconds += elapsed
             progress.train_seconds += elapsed
             self.pace.add(tokens, elapsed)

@@ -2,8 +2,10 @@
 
 Adam adds weight decay to the gradient (L2, what the StructFormer/UDGN code does); AdamW decays the weights
 directly.  Schedules: ``plateau`` halves (``plateau_factor``) the rate when the dev loss has not improved for
-``plateau_patience`` evaluations (the papers' setting); ``linear`` decays linearly to ``min_lr`` at the last
-step; ``constant`` keeps the rate.  Every schedule can start with a linear warm-up over ``warmup_steps``; the
+``plateau_patience`` evaluations (the papers' setting); ``linear`` decays linearly to ``min_lr`` at the end
+of the budget: at the last step of ``epochs``, or, when the run has a token budget (``max_tokens``), at its last
+training token, so that a budget in tokens ends with the rate at ``min_lr`` on every machine; ``constant`` keeps
+the rate.  Every schedule can start with a linear warm-up over ``warmup_steps``; the
 plateau schedule does not react to evaluations during it (the dev loss of a model still warming up says nothing
 about the rate).  ``parser_lr`` puts the backend's parser in a parameter group of its own; every schedule
 scales both groups by the same factor.
@@ -43,15 +45,23 @@ def build_optimizer(params: Iterable[torch.nn.Parameter], config: TrainConfig,
 class Schedule:
     """The learning-rate schedule, stepped after every optimiser step and after every evaluation."""
 
-    def __init__(self, optimizer: torch.optim.Optimizer, config: TrainConfig, total_steps: int) -> None:
+    def __init__(self, optimizer: torch.optim.Optimizer, config: TrainConfig, total_steps: int,
+                 token_budget: float | None = None) -> None:
         schedule = config.lr_schedule
         self.kind = schedule.schedule
         self.optimizer = optimizer
         self.scheduler: Any
         self.warmup = schedule.warmup_steps
         self.steps = 0
+        # linear over a token budget: the rate follows the share of the budget read (after_tokens)
+        self.token_budget = token_budget if self.kind == "linear" else None
+        self.floor = min(1.0, schedule.min_lr / config.optimiser.lr)
+        self.base_lrs = [float(group["lr"]) for group in optimizer.param_groups]
+        if self.token_budget is not None:
+            self.scheduler = None
+            self._warm(0)
+            return
         if self.kind == "plateau":
-            self.base_lrs = [float(group["lr"]) for group in optimizer.param_groups]
             self.scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
                 optimizer, mode="min", factor=schedule.plateau_factor, patience=schedule.plateau_patience,
                 min_lr=schedule.min_lr)
@@ -81,10 +91,19 @@ class Schedule:
 
     def after_step(self) -> None:
         self.steps += 1
-        if self.kind != "plateau":
-            self.scheduler.step()
-        else:
+        if self.scheduler is None or self.kind == "plateau":
             self._warm(self.steps)
+        else:
+            self.scheduler.step()
+
+    def after_tokens(self, tokens_seen: float) -> None:
+        """A linear schedule over a token budget sets the rate of the next update from the share of the budget
+        read so far (after the warm-up); the other schedules count steps and ignore this."""
+        if self.token_budget is None or self.steps < self.warmup:
+            return
+        remaining = max(0.0, 1.0 - tokens_seen / self.token_budget)
+        for group, base in zip(self.optimizer.param_groups, self.base_lrs):
+            group["lr"] = base * (self.floor + (1.0 - self.floor) * remaining)
 
     def after_eval(self, dev_loss: float | None) -> None:
         """Plateau schedules react to the evaluation loss (after the warm-up); the others ignore it."""
@@ -96,12 +115,15 @@ class Schedule:
         return float(self.optimizer.param_groups[0]["lr"])
 
     def state_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "scheduler": self.scheduler.state_dict(), "steps": self.steps}
+        # over tokens the rate lives in the optimiser's groups (restored with it); only the step count is kept
+        scheduler = self.scheduler.state_dict() if self.scheduler is not None else {}
+        return {"kind": self.kind, "scheduler": scheduler, "steps": self.steps}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("kind") != self.kind:
             raise RunDirectoryError(f"the checkpoint's schedule is '{state.get('kind')}', the config's '{self.kind}'")
-        self.scheduler.load_state_dict(state["scheduler"])
+        if self.scheduler is not None:
+            self.scheduler.load_state_dict(state["scheduler"])
         # a checkpoint from before warm-up applied to plateau: its run had none, so it is past any warm-up
         self.steps = int(state.get("steps", self.warmup))
 
