@@ -81,22 +81,58 @@ class OwnDecoder:
     # False: its output is not always a tree (an argmax): ``parse`` then does not use it unless asked by name
     # (``--decoder``), even when it is the run's ``train.decoder`` (see :attr:`Backend.default_decoder`)
     gives_trees: bool = True
+    # The head distribution this decoder reads, when it is not the backend's (:meth:`Backend.word_head_probs`):
+    # one sentence's scores -> n×(n+1), column 0 = ROOT, rows summing to 1.  ``parse --probs`` prints it with
+    # this decoder, so the printed rows are what the heads were chosen by (an argmax decoder takes each row's
+    # argmax of it); e.g. the authors' decoders that give ROOT probability 0, or decide the root by height.
+    probs: Callable[[ParseScores], torch.Tensor] | None = None
 
 
 def described_decoders(descriptions: Mapping[str, str],
                        decoders: Mapping[str, Callable[[ParseScores], list[int]]], *,
-                       without_heads: Collection[str] = (), not_trees: Collection[str] = ()) -> dict[str, OwnDecoder]:
+                       without_heads: Collection[str] = (), not_trees: Collection[str] = (),
+                       probs: Mapping[str, Callable[[ParseScores], torch.Tensor]] | None = None,
+                       ) -> dict[str, OwnDecoder]:
     """A backend's :attr:`Backend.own_decoders` from its light metadata (name -> description, the
     ``depinduce.decoders`` entry point that ``--help`` reads without importing the backend) and its decode
     functions; both must name the same decoders, so help lists exactly what the backend takes.
     ``without_heads``: the decoders that do not read ``ParseScores.heads`` (:attr:`OwnDecoder.reads_heads`);
-    ``not_trees``: those whose output is not always a tree (:attr:`OwnDecoder.gives_trees`)."""
+    ``not_trees``: those whose output is not always a tree (:attr:`OwnDecoder.gives_trees`); ``probs``: the
+    head distribution of those that read another than the backend's (:attr:`OwnDecoder.probs`)."""
     if set(descriptions) != set(decoders):
         raise ValueError(f"own decoders described ({', '.join(sorted(descriptions))}) and implemented "
                          f"({', '.join(sorted(decoders))}) differ")
+    probs = dict(probs or {})
+    if unknown := set(probs) - set(decoders):
+        raise ValueError(f"head distributions given for unknown decoders: {', '.join(sorted(unknown))}")
     return {name: OwnDecoder(description, decoders[name], reads_heads=name not in without_heads,
-                             gives_trees=name not in not_trees)
+                             gives_trees=name not in not_trees, probs=probs.get(name))
             for name, description in descriptions.items()}
+
+
+def normalised_rows(probs: torch.Tensor) -> torch.Tensor:
+    """Non-negative head weights n×(n+1) (column 0 = ROOT) -> rows summing to 1, in float64; a row without any
+    weight (a one-word sentence, whose only candidate is ROOT) becomes ROOT = 1."""
+    rows = probs.detach().to(torch.float64).clamp_min(0.0)
+    total = rows.sum(dim=-1, keepdim=True)
+    empty = total.squeeze(-1) <= 0
+    rows = rows / torch.where(total > 0, total, torch.ones_like(total))
+    if bool(empty.any()):
+        rows[empty] = 0.0
+        rows[empty, 0] = 1.0
+    return rows
+
+
+def row_softmax(log_scores: torch.Tensor) -> torch.Tensor:
+    """Log head scores n×(n+1) -> each row's softmax in float64 (a row of −inf only: ROOT = 1).
+
+    Why a softmax of the scores is the distribution their decoders use: ``mst``, ``eisner`` and ``argmax`` add
+    one score per word, so adding a constant to a word's whole row changes no tree; exp of a row over its sum
+    is the one member of that class that is a distribution, and its argmax is the row's argmax."""
+    scores = log_scores.detach().to(torch.float64)
+    finite = torch.isfinite(scores).any(dim=-1, keepdim=True)
+    shifted = scores - torch.where(finite, scores.amax(dim=-1, keepdim=True), torch.zeros_like(scores[..., :1]))
+    return normalised_rows(shifted.exp())
 
 
 class Backend(ABC):
@@ -133,8 +169,9 @@ class Backend(ABC):
     # backend's scores: StructFormer's ``argmax`` takes the highest word as the root, as its paper does.
     shared_decoder_forms: ClassVar[dict[str, OwnDecoder]] = {}
     # What ``parse --probs`` (``probs=True``) reads as each word's probability distribution over its head:
-    # "scores" — ``ParseScores.heads`` are already that distribution's log-probabilities (each dependent's row over
-    # ROOT and the other words sums to 1: a marginal or softmax the model computes anyway); "decoded" — the
+    # "scores" — each row of ``ParseScores.heads``, the log scores the shared decoders read, made a distribution
+    # (:meth:`word_head_probs`: a marginal or softmax the model computes anyway, ROOT included; a decoder that
+    # reads another distribution names it, :attr:`OwnDecoder.probs`); "decoded" — the
     # backend decides its tree without any distribution (the baselines), so the decoded head has probability 1;
     # "none" — the model computes no head distribution (span models), and ``--probs`` is refused before parsing.
     # Read from the model's own output, never from a changed forward pass.
@@ -184,12 +221,15 @@ class Backend(ABC):
                          "backends (rngtr)")
 
     def word_head_probs(self, scores: ParseScores) -> torch.Tensor:
-        """One sentence's head distribution for ``head_probs == "scores"``: n×(n+1), row i−1 = word i, column 0 =
-        ROOT, each row summing to 1.  By default ``scores.heads`` exponentiated (they are its log-probabilities);
-        a backend whose ROOT column is a score rather than a probability overrides this."""
+        """One sentence's head distribution for ``head_probs == "scores"``, as the shared decoders (``mst``,
+        ``eisner``, ``argmax``) read it: n×(n+1) float64, row i−1 = word i, column 0 = ROOT, each row summing to
+        1.  It is each row of ``scores.heads`` made a distribution (:func:`row_softmax`): their exp where they
+        are log-probabilities already, and where column 0 is a root score on another scale (the Probabilistic
+        Transformer without its ROOT node) that score normalised with the row — the decoders choose the same
+        heads from either.  A decoder that reads another distribution names it (:attr:`OwnDecoder.probs`)."""
         if scores.heads is None:
             raise ModelError(f"model '{self.name}' gave no head scores to read probabilities from")
-        return scores.heads[1:].exp()
+        return row_softmax(scores.heads[1:])
 
     def parse_sentences(self, sentences: Sequence[Sentence],
                         init: Sequence[InitialGraph | None] | None = None) -> list[ParseScores]:

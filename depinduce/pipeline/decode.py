@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import torch
+
 from depinduce.models.base import Backend, OwnDecoder, ParseScores
 from depinduce.pipeline.batch import Batch
 from depinduce.structures.decode import DECODERS, decode_batch
@@ -38,6 +40,8 @@ class Decoder:
     # False: it reads other fields than ``ParseScores.heads``, which are then neither checked nor computed
     reads_heads: bool = True
     gives_trees: bool = True
+    # The head distribution it reads when not the backend's (``OwnDecoder.probs``): what ``--probs`` prints
+    probs: Callable[[ParseScores], torch.Tensor] | None = None
 
 
 def decoders_for(backend: Backend) -> tuple[str, ...]:
@@ -50,7 +54,8 @@ def decoder_for(backend: Backend, name: str) -> Decoder:
     form: OwnDecoder | None = backend.own_decoders.get(name) or backend.shared_decoder_forms.get(name)
     if form is not None:
         decode = form.decode
-        return Decoder(name, lambda batch: [decode(scores) for scores in batch], form.reads_heads, form.gives_trees)
+        return Decoder(name, lambda batch: [decode(scores) for scores in batch], form.reads_heads, form.gives_trees,
+                       form.probs)
     # the shared decoders as one batch: Eisner runs padded batches of similar lengths
     return Decoder(name, lambda batch: decode_batch([scores.heads for scores in batch], name),
                    gives_trees=name in TREE_DECODERS)

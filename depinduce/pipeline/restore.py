@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import conllu.models
 import torch
@@ -21,6 +21,7 @@ from depinduce.errors import ModelError
 from depinduce.io.conllu_format import without_enhanced_graph
 from depinduce.models.base import Backend, ParseScores
 from depinduce.pipeline.batch import Batch
+from depinduce.pipeline.decode import Decoder
 from depinduce.structures.dependency import attach_hidden, subtree_spans
 from depinduce.structures.sentence import Sentence
 from depinduce.structures.spans import (
@@ -31,9 +32,9 @@ from depinduce.structures.spans import (
 )
 
 
-def restore_heads(batch: Batch, backend: Backend, *, probs: bool = False) -> None:
-    """Heads, labels (and with ``probs`` head distributions) over every token of each sentence that has decoded
-    heads or no visible word."""
+def restore_heads(batch: Batch, backend: Backend, *, probs: bool = False, decoder: Decoder | None = None) -> None:
+    """Heads, labels (and with ``probs`` head distributions: the one ``decoder`` read) over every token of each
+    sentence that has decoded heads or no visible word."""
     visible = batch.visible
     for k, sentence in enumerate(batch.sentences):
         if k not in batch.heads and visible[k]:
@@ -48,7 +49,8 @@ def restore_heads(batch: Batch, backend: Backend, *, probs: bool = False) -> Non
             sentence.source = without_enhanced_graph(sentence.source)
         if probs:
             sentence.head_probs = ([None] * len(sentence) if heads is None else
-                                   full_head_probs(backend, batch.scores[k], heads, batch.hidden[k]))
+                                   full_head_probs(backend, batch.scores[k], heads, batch.hidden[k],
+                                                   None if decoder is None else decoder.probs))
         mark_punctuation(sentence, batch.hidden[k])
 
 
@@ -71,16 +73,19 @@ def labels(scores: ParseScores, heads: Sequence[int]) -> list[str]:
 
 
 def full_head_probs(backend: Backend, scores: ParseScores, visible_heads: Sequence[int],
-                    hidden: Sequence[bool]) -> list[list[float] | None]:
-    """Each token's head distribution over ROOT and every token, from the distribution the model computed over
-    ROOT and the visible words (or probability 1 for the decoded head where the backend computes none); a
-    hidden token (punctuation, attached by rule) gets None."""
+                    hidden: Sequence[bool],
+                    distribution: Callable[[ParseScores], torch.Tensor] | None = None) -> list[list[float] | None]:
+    """Each token's head distribution over ROOT and every token, from the one the decoder read over ROOT and the
+    visible words — ``distribution`` (a decoder's own, :attr:`~depinduce.models.base.OwnDecoder.probs`), else
+    the backend's (:meth:`~depinduce.models.base.Backend.word_head_probs`), or probability 1 for the decoded head
+    where the backend computes none; a hidden token (punctuation, attached by rule) gets None."""
     m = len(visible_heads)
     if backend.head_probs == "decoded":
         visible = torch.zeros((m, m + 1), dtype=torch.float64)
         visible[torch.arange(m), torch.as_tensor(list(visible_heads), dtype=torch.long)] = 1.0
     else:
-        visible = backend.word_head_probs(scores).double().cpu()
+        read = distribution if distribution is not None else backend.word_head_probs
+        visible = read(scores).double().cpu()
     positions = [0] + [i + 1 for i, h in enumerate(hidden) if not h]  # visible index -> token index (0 = ROOT)
     full = torch.zeros((m, len(hidden) + 1), dtype=torch.float64)
     full[:, positions] = visible

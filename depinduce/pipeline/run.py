@@ -28,7 +28,7 @@ def parse_batch(sentences: Sequence[Sentence], backend: Backend, request: ParseR
     score(batch, backend, request.source, reads_heads=decoder.reads_heads)
     if request.wants_heads(backend):
         decode(batch, backend, decoder)
-        restore_heads(batch, backend, probs=request.probs)
+        restore_heads(batch, backend, probs=request.probs, decoder=decoder)
     if request.wants_tree(backend):
         restore_trees(batch)
     return batch

@@ -275,7 +275,11 @@ class DMV(EMBackend):
             scores = dataclasses.replace(scores, attach_r=attach_r, attach_l=attach_l, root=root,
                                          stop=scores.stop.detach().clone(), cont=scores.cont.detach().clone())
             total = inside(scores, semiring).sum()  # type: ignore[arg-type]
-            g_right, g_left, g_root = torch.autograd.grad(total, [attach_r, attach_l, root])
+            # a batch of one-word sentences has no arc between words: their attach scores take no part (allowed,
+            # and their gradient is 0), where autograd would refuse them
+            wrt = [attach_r, attach_l, root]
+            g_right, g_left, g_root = (torch.zeros_like(t) if g is None else g for t, g in
+                                       zip(wrt, torch.autograd.grad(total, wrt, allow_unused=True)))
         n_words, batch = root.shape
         out = root.new_zeros(batch, n_words, n_words + 1)
         # [dependent, head]: right arcs are stored [head, dependent], left arcs [dependent, head]

@@ -21,6 +21,10 @@ only column); here it takes ROOT, since a word cannot head itself in a tree file
 
 The probabilities are read back from depinduce's score matrix (exp of log Q̄_h, floored at float32's smallest
 normal number), so they agree with the authors' to float32 round-off.
+
+``parse --probs`` with these decoders prints the matrix they read (:func:`printed_probabilities`): without a ROOT
+node ROOT's column is 0, so a tree's root word shows probability 0 — their convention, not an estimate; the
+shared decoders' rows give ROOT the received share instead.  A one-word sentence's row is ROOT = 1.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from depinduce.models.base import OwnDecoder, ParseScores, described_decoders
+from depinduce.models.base import OwnDecoder, ParseScores, described_decoders, normalised_rows
 from depinduce.models.probformer.decoder_info import descriptions
 from depinduce.structures.eisner import eisner_single
 from depinduce.structures.root_reweighting import root_reweighted_tree
@@ -55,15 +59,26 @@ def argmax_tree(probs: np.ndarray, *, root_node: bool) -> list[int]:
     return (probs[1:, 1:].argmax(axis=1) + 1).tolist()
 
 
+def printed_probabilities(scores: ParseScores) -> torch.Tensor:
+    """What ``--probs`` prints with the authors' decoders of a model without a ROOT node: the rows of their
+    matrix (:func:`head_probabilities`: ROOT 0, Q̄_h over the other words) summing to 1 in float64; a one-word
+    sentence's row is ROOT = 1, the head their ``argmax`` gives it here."""
+    assert scores.heads is not None
+    return normalised_rows(torch.from_numpy(head_probabilities(scores.heads, root_node=False)[1:]))
+
+
 def authors_decoders(*, root_node: bool) -> dict[str, OwnDecoder]:
-    """The three decoders of the authors' ``evaluate.py`` for a model with or without the ROOT node."""
+    """The three decoders of the authors' ``evaluate.py`` for a model with or without the ROOT node; without it
+    they read ROOT at probability 0, which ``--probs`` then prints (with it, the marginals the shared decoders
+    read too)."""
 
     def probabilities(scores: ParseScores) -> np.ndarray:
         assert scores.heads is not None
         return head_probabilities(scores.heads, root_node=root_node)
 
+    names = ("probformer-argmax", "probformer-nonprojective", "probformer-projective")
     return described_decoders(descriptions(root_node=root_node), {
         "probformer-argmax": lambda scores: argmax_tree(probabilities(scores), root_node=root_node),
         "probformer-nonprojective": lambda scores: root_reweighted_tree(probabilities(scores)),
         "probformer-projective": lambda scores: eisner_single(probabilities(scores)),
-    }, not_trees={"probformer-argmax"})
+    }, not_trees={"probformer-argmax"}, probs={} if root_node else dict.fromkeys(names, printed_probabilities))

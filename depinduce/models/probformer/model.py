@@ -25,6 +25,12 @@ channels``, never on test data).  Word-to-word scores are log Q̄_h[i, j].  The 
 
 Probabilities are floored at float32's smallest normal number before the log, so decoders see finite scores.
 
+``--probs`` prints the distribution the chosen decoder reads (:meth:`Backend.word_head_probs`).  For the shared
+decoders each row of the scores made a distribution: with ROOT the marginals Q̄_h as they are; without it the
+received share s_i normalised with the word's row, [s_i, Q̄_h[i, ·]] / (1 + s_i) — the ROOT score they decide by,
+as a probability (dividing a row by a constant changes no argmax, MST or Eisner tree).  A one-word sentence's row
+is ROOT = 1.  The authors' decoders read their own matrix (``decoders.py``).
+
 The authors' own decoding (``probformer-argmax``, ``-nonprojective``, ``-projective``: sums of probabilities, ROOT
 at probability 0 without the ROOT node) is in ``decoders.py``.
 """
@@ -178,15 +184,6 @@ class ProbFormer(LinearOutputLayer, MaskedLMBackend):
             ParseScores(heads=head_scores(heads[b, :n, :n], None if root is None else root[b, :n]))
             for b, n in enumerate(mask.sum(dim=-1).tolist())
         ]
-
-    def word_head_probs(self, scores: ParseScores) -> torch.Tensor:
-        """Q̄_h rows over {ROOT, words}; without the ROOT node (``root: false``) the CRF gives ROOT probability 0
-        and each row of Q̄_h over the other words sums to 1 (column 0 of the scores is then a root score, the
-        share of received mass, not a probability)."""
-        probs = super().word_head_probs(scores)
-        if self.mean_field.root_factor is None:
-            probs[:, 0] = 0.0
-        return probs
 
     @torch.no_grad()
     def sentence_representation(self, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -8,13 +8,19 @@ result then has several roots, as theirs has).
 
 Neither always gives a tree (cycles), so ``parse`` writes ``mst`` trees unless asked for them by name, even for a
 run whose ``train.decoder`` is ``structformer-argmax`` (the paper recipe's, which selects and reports with it).
+
+Both decide the root per sentence, by height — the most probable word of the model's sentence-head distribution
+(ROOT's column of the scores, ``model.sentence_root_scores``) — and not per word.  So ``parse --probs`` prints,
+with them, the distribution given that root (:func:`given_height_roots`): the root word(s) ROOT = 1, every other
+word ROOT = 0 and its parent distribution renormalised over the words; each row's argmax is then the head the
+decoder gave (``mst`` and ``eisner`` read, and print, r and P together).
 """
 
 from __future__ import annotations
 
 import torch
 
-from depinduce.models.base import OwnDecoder, ParseScores, described_decoders
+from depinduce.models.base import OwnDecoder, ParseScores, described_decoders, row_softmax
 from depinduce.models.structformer.decoder_info import DECODERS
 from depinduce.structures.decode import argmax_heads
 
@@ -54,8 +60,48 @@ def tied_root_argmax(scores: ParseScores) -> list[int]:
     return [0 if root else head for root, head in zip(is_root, best)]
 
 
+def given_height_roots(scores: ParseScores, roots: torch.Tensor) -> torch.Tensor:
+    """n×(n+1) float64: the head distribution given the root words ``roots`` (n booleans) — ROOT = 1 for them;
+    for every other word ROOT = 0 and the softmax of its row of parent scores over the words (P renormalised)."""
+    assert scores.heads is not None
+    words = scores.heads[1:].detach().cpu().clone()
+    words[:, 0] = float("-inf")  # a row of −inf only (a one-word sentence) gets ROOT = 1 from row_softmax
+    probs = row_softmax(words)
+    chosen = roots.detach().cpu().bool()
+    probs[chosen] = 0.0
+    probs[chosen, 0] = 1.0
+    return probs
+
+
+def _highest(scores: ParseScores, *, ties: bool) -> torch.Tensor:
+    """The words made roots: every word at the greatest height (``ties``), or the first of them."""
+    assert scores.heights is not None
+    heights = scores.heights.detach().cpu()
+    if ties:
+        return heights == heights.max()
+    roots = torch.zeros(heights.numel(), dtype=torch.bool)
+    roots[int(heights.argmax())] = True
+    return roots
+
+
+def height_argmax_probs(scores: ParseScores) -> torch.Tensor:
+    """What :func:`height_argmax` reads: the distribution given the first highest word as the root."""
+    if scores.heights is None:
+        return row_softmax(scores.heads[1:])  # no heights: the shared argmax over the scores' own rows
+    return given_height_roots(scores, _highest(scores, ties=False))
+
+
+def tied_root_argmax_probs(scores: ParseScores) -> torch.Tensor:
+    """What :func:`tied_root_argmax` reads: the distribution given every highest word as a root."""
+    if scores.heights is None:
+        raise ValueError("structformer-argmax needs head scores and word heights")
+    return given_height_roots(scores, _highest(scores, ties=True))
+
+
 OWN_DECODERS = described_decoders(DECODERS, {"structformer-argmax": tied_root_argmax},
-                                  not_trees={"structformer-argmax"})
+                                  not_trees={"structformer-argmax"},
+                                  probs={"structformer-argmax": tied_root_argmax_probs})
 # What ``--decoder argmax`` runs for StructFormer (``Backend.shared_decoder_forms``).
 SHARED_FORMS = {"argmax": OwnDecoder("each word's best head, the highest word the only root (the paper's argmax); "
-                                     "not always a tree", height_argmax, gives_trees=False)}
+                                     "not always a tree", height_argmax, gives_trees=False,
+                                     probs=height_argmax_probs)}

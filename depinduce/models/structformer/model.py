@@ -16,6 +16,10 @@ Choices that differ from the authors' code (and why), with the switch that resto
 - the parent contraction is exact but O(n³) through two batched matmuls instead of O(n⁴) over n³ tensors, with
   an exact (slower) fallback for sentences whose s1 × height range leaves float64's exponent range
   (``parent.py``);
+- the head scores have a ROOT column, which the authors' test-time parse does not (it roots the highest word
+  and takes every other word's most probable parent): r = softmax(s1 · height), the model's distribution over
+  the sentence's head, whose argmax is that highest word (``sentence_root_scores``; ``mst``/``eisner`` choose
+  the root with it, and ``parse --probs`` prints it);
 - the output logits are computed only for the hidden states the engine passes (the masked positions), and in
   training the last layer's output projection and feed-forward block only at those positions
   (``encode_masked``; attention still reads every position, and the loss is the same).
@@ -50,6 +54,9 @@ from depinduce.models.structformer.parser import SyntacticParser, calibrate_dist
 
 # log(0) replacement in the head-score matrix: the log of float32's smallest normal number (≈ −87.3).
 _LOG_FLOOR = torch.finfo(torch.float32).tiny
+# The floor of log(1 − r) in the ROOT score (r = 1 to float64 otherwise gives +inf): ROOT then has all but
+# e^-700 of the row's mass.
+_LOG_ODDS_FLOOR = -700.0
 
 
 @dataclass
@@ -63,6 +70,34 @@ class Structure:
     root: torch.Tensor
 
 
+def sentence_root_scores(word_scores: torch.Tensor, height: torch.Tensor,
+                         head_sharpness: torch.Tensor) -> torch.Tensor:
+    """ROOT scores (n,) for one sentence's log parent scores ``word_scores`` (n×n, diagonal −inf) such that each
+    row's softmax over [ROOT, words] is r_i for ROOT and (1 − r_i) P[i, j] / Σ_k P[i, k] for word j.
+
+    r = softmax(s1 · height) is the model's own distribution over the head of the whole sentence (the head
+    choice p_head its parent distribution makes in every span, at the span that is the sentence): its most
+    probable word is the highest one, which the authors' decoder makes the root.  Given a head, a word's parent
+    is distributed as the authors' P, renormalised over the other words.  P's removed diagonal mass, the
+    probability that a word heads its own smallest constituent, is not its probability of being the root:
+    taken as ROOT's column it was the largest entry of nearly every row, and no argmax decoder used it.
+
+    The word columns are kept as the authors' log P (``structformer-argmax`` compares them exactly), so ROOT
+    carries the row's offset: log r_i − log(1 − r_i) + log Σ_k P[i, k], in float64, returned in the scores'
+    dtype.  A one-word sentence's only head is ROOT (score 0)."""
+    n = height.numel()
+    if n <= 1:
+        return word_scores.new_zeros(n)
+    log_root = torch.log_softmax(head_sharpness.double() * height.detach().double(), dim=0)
+    others = ~torch.eye(n, dtype=torch.bool, device=height.device)
+    # log(1 − r_i) as the log-sum of the other words' r, exact when r_i is close to 1; floored so that a word
+    # with r_i = 1 to float64 keeps a finite (very large) ROOT score
+    log_not_root = log_root[None, :].expand(n, n).masked_fill(~others, float("-inf")).logsumexp(dim=-1)
+    log_not_root = log_not_root.clamp_min(_LOG_ODDS_FLOOR)
+    log_parent_mass = word_scores.detach().double().logsumexp(dim=-1)
+    return (log_root - log_not_root + log_parent_mass).to(word_scores.dtype)
+
+
 class StructFormer(LinearOutputLayer, MaskedLMBackend):
     """Transformer + distance/height parser trained end to end by masked-LM; gives dependencies and
     constituents."""
@@ -70,7 +105,7 @@ class StructFormer(LinearOutputLayer, MaskedLMBackend):
     name = "structformer"
     description = "StructFormer (Shen et al. 2021): masked-LM transformer with dependency-constrained attention"
     induces = Induces(dependency=True, constituency=True)
-    head_probs = "scores"  # its parent distribution, root probability in column 0 (score_tensors)
+    head_probs = "scores"  # P renormalised under the sentence-head probability r in column 0 (score_tensors)
     default_recipes = {"cpu": "structformer-ptb-cpu", "cuda": "structformer-ptb"}
     config_class = StructFormerConfig
     parser_modules = ("parser",)  # what train.parser_lr applies to
@@ -163,19 +198,20 @@ class StructFormer(LinearOutputLayer, MaskedLMBackend):
         return apply_dropout(hidden, self.config.dropout, self.training), self.embedding.weight, self.output_bias
 
     def score_tensors(self, tokens: torch.Tensor, mask: torch.Tensor) -> list[ParseScores]:
-        """Per sentence of n words: ``heads`` (n+1)×(n+1) = log P with column 0 = log(root probability), the
-        diagonal and row 0 −inf, and log 0 floored at log(float32 tiny) so decoders see finite arc scores;
-        ``distances`` = the n−1 calibrated distances; ``heights`` = the n heights; ``split_ties`` from the config's
-        ``tree_ties``.  Each sentence is calibrated by its own margin whatever ``margin`` says: the authors parse
-        one sentence at a time."""
+        """Per sentence of n words: ``heads`` (n+1)×(n+1) = log P between words (the authors' values, log 0
+        floored at log(float32 tiny) so decoders see finite arc scores) and in column 0 the ROOT score of
+        :func:`sentence_root_scores`, the diagonal and row 0 −inf; ``distances`` = the n−1 calibrated distances;
+        ``heights`` = the n heights; ``split_ties`` from the config's ``tree_ties``.  Each sentence is calibrated
+        by its own margin whatever ``margin`` says: the authors parse one sentence at a time."""
         found = self.structure(tokens, mask)
         split_ties = self.config.tree_ties == "nary"
+        head_sharpness = self.log_sharpness.detach()[1].exp()
         scores = []
         for b, n in enumerate(mask.sum(dim=-1).tolist()):
             heads = torch.full((n + 1, n + 1), float("-inf"), dtype=found.parent.dtype, device=tokens.device)
             heads[1:, 1:] = found.parent[b, :n, :n].clamp_min(_LOG_FLOOR).log()
-            heads[1:, 0] = found.root[b, :n].clamp_min(_LOG_FLOOR).log()
             heads[1:, 1:].fill_diagonal_(float("-inf"))
+            heads[1:, 0] = sentence_root_scores(heads[1:, 1:], found.height[b, :n], head_sharpness)
             scores.append(
                 ParseScores(heads=heads, distances=found.distance[b, : max(n - 1, 0)], heights=found.height[b, :n],
                             split_ties=split_ties)
