@@ -5,18 +5,23 @@ freshly initialised weights into depinduce's network (a fixed map per backend: n
 concatenated blocks), runs one random float64 batch through both, in eval mode and in train mode, and records
 the largest absolute difference at each stage the two compute: the parser's distributions, the hidden states,
 the output logits, the loss and every parameter's gradient.  depinduce runs with the authors' switches on (the
-paper recipe's values).  Train mode runs at dropout 0: the two sides draw their dropout masks from different
-generators (and torch's LSTM draws its own inside the kernel), so train mode checks the training-time code paths
-(depinduce's fused CPU kernels, recomputation) and the tests check where each dropout applies.  Where both sides
-drop the same tensors in the same order (the Probabilistic Transformer), a third run at the paper's dropout
-routes both sides' dropout through one mask source (``SharedMasks``) and compares every dropped tensor too.
-The others do not: StructFormer's authors run their layers time-major and depinduce its last layer at the
-masked positions only, so the two drop differently laid-out tensors; UDGN's parser LSTM draws its masks inside
-torch's kernel; PRPN's authors step all layers per word where depinduce runs one layer after another; RNGTr's
-authors share one MLP mask over all positions (README: a difference without a switch).
+paper recipe's values).  Train mode runs at dropout 0 and checks the training-time code paths (depinduce's fused
+CPU kernels, recomputation).  A third run at the paper's dropout routes both sides' dropout through one mask
+source (``SharedMasks``, ``routed_dropout``): each mask is drawn in the authors' layout and laid out as
+depinduce's (StructFormer's time-major layers, UDGN's head-last controller weights, depinduce's last layer at the
+masked positions only), both sides must draw the same masks in the same order, and every stage is compared
+again — so a dropout removed, added or moved fails the check.  It runs for the Probabilistic Transformer (every
+dropped tensor compared too), StructFormer and UDGN (whose parser LSTM, which draws its inter-layer masks inside
+torch's kernel, is stepped one layer at a time on their side with the dropout ``nn.LSTM`` documents between
+layers).  Not for PRPN (their layers step per word where depinduce runs one layer after another) nor RNGTr (their
+MLP shares one mask over all positions: README, a difference without a switch).  ``Adapter.variants`` adds runs
+of paths the default settings do not reach: the Probabilistic Transformer's ROOT encoder and ``loss_chunks``, and
+RNGTr's refinement loop (per-pass updates, the first graph from MST, the decode pass) beside their trainer and
+evaluation loop.
 Then each backend's own decoders, the authors' decoding conventions, are run beside the authors' decoders on
 random inputs; where the trees differ, both are scored under the authors' objective: equal scores count as
-ties, scores apart by float64 round-off only (1e-12 relative) as round-off, anything else as a failure.
+ties, scores apart by float64 round-off only (1e-12 relative) as round-off, anything else as a failure; a
+decoder that claims the authors' tie rule (UDGN's) fails on tied trees that rule tells apart.
 
 The authors' code is imported from the checkout given with ``--authors`` (never copied into this repository):
 
@@ -44,6 +49,7 @@ import argparse
 import contextlib
 import importlib.util
 import math
+import os
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
@@ -179,21 +185,29 @@ class StageTable:
 class DecoderTally:
     """Trees equal; differing but tied under the authors' objective; differing by a score difference within
     float64 round-off (``ROUNDING`` relative: both maximisations add and subtract scores in their own order, so
-    neither can tell such trees apart); and differing otherwise (a failure)."""
+    neither can tell such trees apart); and differing otherwise (a failure).  A decoder that claims the authors'
+    tie rule (``tie_rule`` names it) is given a ``rule`` for :meth:`add`: tied trees that it tells apart (e.g.
+    their roots differ, where the rule picks the leftmost best root) are a failure too (``broken``)."""
 
     ROUNDING = 1e-12
 
+    tie_rule: str = ""
     equal: int = 0
     tied: int = 0
     rounding: int = 0
     differ: int = 0
+    broken: int = 0
 
-    def add(self, ours: list[Any], theirs: list[Any], score: Callable[[list[Any]], Any]) -> None:
+    def add(self, ours: list[Any], theirs: list[Any], score: Callable[[list[Any]], Any],
+            rule: Callable[[list[Any], list[Any]], bool] | None = None) -> None:
         ours_score, their_score = (None, None) if ours == theirs else (score(ours), score(theirs))
         if ours == theirs:
             self.equal += 1
         elif ours_score == their_score:
-            self.tied += 1
+            if rule is not None and rule(ours, theirs):
+                self.broken += 1
+            else:
+                self.tied += 1
         elif isinstance(ours_score, float) and isinstance(their_score, float) and \
                 abs(ours_score - their_score) <= self.ROUNDING * max(1.0, abs(their_score)):
             self.rounding += 1
@@ -202,11 +216,13 @@ class DecoderTally:
 
     @property
     def total(self) -> int:
-        return self.equal + self.tied + self.rounding + self.differ
+        return self.equal + self.tied + self.rounding + self.differ + self.broken
 
     def line(self) -> str:
+        rule = (f"; {self.broken} differ as tied trees that the authors' tie rule ({self.tie_rule}) tells apart"
+                if self.tie_rule else "")
         return (f"{self.equal} of {self.total} equal; {self.tied} differ as exactly tied trees; "
-                f"{self.rounding} as trees whose scores differ by round-off; {self.differ} differ otherwise")
+                f"{self.rounding} as trees whose scores differ by round-off; {self.differ} differ otherwise{rule}")
 
 
 def random_lengths(rng: torch.Generator, batch: int, longest: int) -> list[int]:
@@ -271,16 +287,34 @@ class Adapter(ABC):
         """The own decoders' agreement with the authors' (none compared for this backend yet)."""
         return {}
 
+    MODES: tuple[str, ...] = ("eval", "train")  # the runs at dropout 0 (``variants`` may run fewer)
+    BACKWARD = True  # the last stage is the loss, backpropagated and its gradients compared
     MASK_DROPOUT = 0.0  # > 0: the backend also runs in train mode at this dropout with shared masks
+
+    def mask_title(self) -> str:
+        return f"train mode, dropout {self.MASK_DROPOUT} with the same masks on both sides"
+
+    def variants(self) -> list[tuple[str, Adapter]]:
+        """Further runs of the same comparison, each (label, adapter): depinduce switches and authors' variants
+        that the default run does not reach (the ROOT encoder, ``loss_chunks``, the refinement loop)."""
+        return []
 
     def built_with_dropout(self, seed: int, dropout: float) -> Pair:
         """Both networks at ``dropout`` (backends with ``MASK_DROPOUT``)."""
         raise NotImplementedError(f"{self.name}: no shared-mask run")
 
-    def share_masks(self, pair: Pair, masks: SharedMasks) -> contextlib.AbstractContextManager[None]:
+    def share_masks(self, pair: Pair, masks: SharedMasks, batch: dict[str, torch.Tensor]
+                    ) -> contextlib.AbstractContextManager[None]:
         """Route both sides' dropout through ``masks`` while the context is open (backends with
         ``MASK_DROPOUT``)."""
         raise NotImplementedError(f"{self.name}: no shared-mask run")
+
+    @staticmethod
+    def fresh_pass(pair: Pair) -> Callable[[], None]:
+        """What to call before each of depinduce's top-level calls in ``stages``: with shared masks, a new forward
+        pass (the masks start over, as the authors' one forward pass does)."""
+        masks = pair.masks
+        return (lambda: masks.restart("ours")) if masks is not None else (lambda: None)
 
     def dropped_entries(self, x: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """The entries of a dropped tensor that both sides compute alike (backends with ``MASK_DROPOUT``)."""
@@ -290,20 +324,37 @@ class Adapter(ABC):
 @dataclass
 class SharedMasks:
     """One dropout for both sides: keep-masks drawn with ``torch.rand`` from torch's default generator, reseeded
-    when either side's network starts a forward pass (``restart``, from a forward pre-hook), so two
-    implementations that drop the same tensors in the same order draw the same masks (and torch's checkpoint,
-    which restores the generator when it recomputes in backward, draws them again).  Each call's input and output
-    are kept per side and forward pass, so the dropped tensors are compared too."""
+    when either side starts a forward pass (``restart``: from a forward pre-hook, or by the adapter before each of
+    depinduce's top-level calls), so two implementations that drop the same tensors in the same order draw the
+    same masks (and torch's checkpoint, which restores the generator when it recomputes in backward, draws them
+    again).  Each mask is drawn in the authors' layout: ``layout`` maps the shape depinduce asks for to the shape
+    the authors' side drops and a function that lays such a mask out as depinduce's (their time-major or
+    head-last tensors, depinduce's rows-only last layer).  Every draw's shape (in the authors' layout) is kept per
+    side and forward pass, so the check sees whether both sides drop the same tensors in the same order; where the
+    dropped tensors themselves are at hand (:meth:`dropout`), each call's input and output are kept too."""
 
     seed: int
     side: str = "ours"
     calls: dict[str, list[list[tuple[torch.Tensor, torch.Tensor]]]] = field(
         default_factory=lambda: {"ours": [], "theirs": []})
+    draws: dict[str, list[list[tuple[int, ...]]]] = field(default_factory=lambda: {"ours": [], "theirs": []})
+    layout: Callable[[tuple[int, ...]], tuple[tuple[int, ...], Transform]] | None = None
 
     def restart(self, side: str) -> None:
         torch.manual_seed(self.seed)
         self.side = side
         self.calls[side].append([])
+        self.draws[side].append([])
+
+    def keep(self, shape: tuple[int, ...], p: float) -> torch.Tensor:
+        """A keep-mask for a tensor of ``shape`` on the current side (probability 1 − p per element)."""
+        their_shape, as_ours = tuple(shape), same
+        if self.side == "ours" and self.layout is not None:
+            their_shape, as_ours = self.layout(tuple(shape))
+        if not self.draws[self.side]:
+            sys.exit(f"a dropout mask drawn on the {self.side} side before any forward pass started")
+        self.draws[self.side][-1].append(their_shape)
+        return as_ours(torch.rand(their_shape, dtype=F64) >= p).contiguous()
 
     def dropout(self, x: torch.Tensor, p: float, training: bool = True, rows: torch.Tensor | None = None
                 ) -> torch.Tensor:
@@ -312,23 +363,87 @@ class SharedMasks:
         if not training or p == 0.0:
             return x
         shape = x.shape if rows is None else (*rows.shape, x.shape[-1])
-        keep = torch.rand(shape, dtype=F64) >= p
+        keep = self.keep(tuple(shape), p)
         keep = keep if rows is None else keep[rows].view(x.shape)
         out = x * keep / (1.0 - p)
         self.calls[self.side][-1].append((x.detach(), out.detach()))
         return out
 
+    def functional_dropout(self, x: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+                           ) -> torch.Tensor:
+        """``torch.nn.functional.dropout``'s stand-in (the authors' ``nn.Dropout`` modules, depinduce's dropout
+        off the CPU's route)."""
+        if not training or p == 0.0:
+            return x
+        out = x * self.keep(tuple(x.shape), p) / (1.0 - p)
+        return x.copy_(out) if inplace else out
+
+    def drop_mask(self, shape: torch.Size | tuple[int, ...], p: float, seed: int,
+                  rows: torch.Tensor | None = None) -> torch.Tensor:
+        """``depinduce.models.layers.dropout.drop_mask``'s stand-in (true = dropped); ``rows`` as there."""
+        if rows is not None:
+            return ~self.keep((*rows.shape, shape[-1]), p)[rows].view(shape)
+        return ~self.keep(tuple(shape), p)
+
     def stages(self, entries: Callable[[torch.Tensor], torch.Tensor]
                ) -> Iterator[tuple[str, torch.Tensor, torch.Tensor]]:
-        """Every dropout call of each side's first forward pass, in order: what went in and what came out, at the
-        ``entries`` both compute alike (padding excluded)."""
-        ours, theirs = self.calls["ours"][0], self.calls["theirs"][0]
-        if [x.shape for x, _ in ours] != [x.shape for x, _ in theirs]:
-            sys.exit(f"the two sides drop different tensors: {[tuple(x.shape) for x, _ in ours]} vs "
-                     f"{[tuple(x.shape) for x, _ in theirs]}")
+        """The masks of depinduce's last forward pass (a whole training pass: the loss) against those of the
+        authors' first: the same shapes in the same order, or the check stops; then, where the dropped tensors
+        were kept, what went in and what came out, at the ``entries`` both compute alike (padding excluded)."""
+        ours, theirs = self.draws["ours"][-1], self.draws["theirs"][0]
+        if ours != theirs:
+            sys.exit(f"the two sides drop different tensors (shapes in the authors' layout, in order): {ours} vs "
+                     f"{theirs}")
+        yield "dropout masks drawn (count)", torch.tensor(float(len(ours)), dtype=F64), \
+            torch.tensor(float(len(theirs)), dtype=F64)
+        our_calls, their_calls = self.calls["ours"][-1], self.calls["theirs"][0]
+        if not our_calls and not their_calls:
+            return
+        if [x.shape for x, _ in our_calls] != [x.shape for x, _ in their_calls]:
+            sys.exit(f"the two sides drop different tensors: {[tuple(x.shape) for x, _ in our_calls]} vs "
+                     f"{[tuple(x.shape) for x, _ in their_calls]}")
         for k, name in enumerate(("inputs", "outputs")):
-            yield f"dropout {name} (every call)", torch.cat([entries(call[k]).flatten() for call in ours]), \
-                torch.cat([entries(call[k]).flatten() for call in theirs])
+            yield f"dropout {name} (every call)", torch.cat([entries(call[k]).flatten() for call in our_calls]), \
+                torch.cat([entries(call[k]).flatten() for call in their_calls])
+
+
+@contextlib.contextmanager
+def their_masks_restarted(theirs: torch.nn.Module, masks: SharedMasks) -> Iterator[None]:
+    """:func:`routed_dropout`, with the authors' side of ``masks`` restarted at each forward pass of ``theirs``
+    (their model draws its masks in its own order, from the first again each call)."""
+    hook = theirs.register_forward_pre_hook(lambda *_: masks.restart("theirs"))
+    try:
+        with routed_dropout(masks):
+            yield
+    finally:
+        hook.remove()
+
+
+@contextlib.contextmanager
+def routed_dropout(masks: SharedMasks) -> Iterator[None]:
+    """Every dropout of both sides through ``masks`` while open: ``torch.nn.functional.dropout`` (the authors'
+    ``nn.Dropout`` modules; depinduce off the CPU's route) and depinduce's CPU masks (``drop_mask`` wherever a
+    depinduce module imported it; ``new_seed`` returns 0 instead of drawing from torch's generator, which the
+    shared masks use)."""
+    from depinduce.models.layers import dropout as own
+
+    originals = (own.drop_mask, own.new_seed)
+    replacements = (masks.drop_mask, lambda: 0)
+    patched: list[tuple[Any, str, Any]] = [(torch.nn.functional, "dropout", torch.nn.functional.dropout)]
+    for module in list(sys.modules.values()):
+        if module is None or not getattr(module, "__name__", "").startswith("depinduce"):
+            continue
+        for name, original in zip(("drop_mask", "new_seed"), originals):
+            if getattr(module, name, None) is original:
+                patched.append((module, name, original))
+    try:
+        for module, name, _ in patched:
+            setattr(module, name, masks.functional_dropout if name == "dropout"
+                    else replacements[("drop_mask", "new_seed").index(name)])
+        yield
+    finally:
+        for module, name, original in patched:
+            setattr(module, name, original)
 
 
 class SharedDropout(torch.nn.Module):
@@ -359,6 +474,8 @@ def run_mode(adapter: Adapter, pair: Pair, batch: dict[str, torch.Tensor], train
         table.add(stage, difference(ours, theirs))
         if stage == "loss":
             losses = (ours, theirs)
+    if not adapter.BACKWARD:
+        return
     assert losses is not None, "an adapter's last stage is the loss"
     if masks is not None:
         for stage, ours, theirs in masks.stages(lambda x: adapter.dropped_entries(x, batch)):
@@ -368,17 +485,24 @@ def run_mode(adapter: Adapter, pair: Pair, batch: dict[str, torch.Tensor], train
     table.add("gradients", pair.gradient_difference())
 
 
+TITLES = {"eval": "eval mode", "train": "train mode (dropout 0)"}
+
+
 def run_draw(adapter: Adapter, seed: int, tables: dict[str, StageTable]) -> None:
-    pair = prepared(adapter.build(seed))
-    batch = adapter.batch(torch.Generator().manual_seed(seed))
-    for mode in ("eval", "train"):
-        run_mode(adapter, pair, batch, mode == "train", tables.setdefault(mode, StageTable()))
-    if adapter.MASK_DROPOUT:
-        masks = SharedMasks(seed)
-        pair = prepared(adapter.built_with_dropout(seed, adapter.MASK_DROPOUT))
-        pair.masks = masks
-        with adapter.share_masks(pair, masks):
-            run_mode(adapter, pair, batch, True, tables.setdefault("masks", StageTable()), masks)
+    for label, variant in [("", adapter), *adapter.variants()]:
+        suffix = f" — {label}" if label else ""
+        batch = variant.batch(torch.Generator().manual_seed(seed))
+        if variant.MODES:
+            pair = prepared(variant.build(seed))
+            for mode in variant.MODES:
+                run_mode(variant, pair, batch, mode == "train", tables.setdefault(TITLES[mode] + suffix, StageTable()))
+        if variant.MASK_DROPOUT:
+            masks = SharedMasks(seed)
+            pair = prepared(variant.built_with_dropout(seed, variant.MASK_DROPOUT))
+            pair.masks = masks
+            with variant.share_masks(pair, masks, batch):
+                run_mode(variant, pair, batch, True, tables.setdefault(variant.mask_title() + suffix, StageTable()),
+                         masks)
 
 
 def check_float64(stage: str, value: torch.Tensor) -> None:
@@ -406,15 +530,13 @@ def main(argv: list[str] | None = None) -> int:
             run_draw(adapter, args.seed + draw, tables)
     print(f"{args.model}: depinduce ({args.route} route) vs the authors' code at {args.authors}, float64, "
           f"{args.draws} draws; largest absolute difference per stage")
-    titles = {"eval": "eval mode", "train": "train mode (dropout 0)",
-              "masks": f"train mode, dropout {adapter.MASK_DROPOUT} with the same masks on both sides"}
-    for mode, table in tables.items():
-        table.print(titles[mode])
+    for title, table in tables.items():
+        table.print(title)
     tallies = adapter.decoders(np.random.default_rng(args.seed), args.sentences)
     for name, tally in tallies.items():
         print(f"decoder {name}: {tally.line()}")
     worst = max(v for table in tables.values() for v in table.worst.values())
-    failed = worst > args.tolerance or any(t.differ for t in tallies.values())
+    failed = worst > args.tolerance or any(t.differ or t.broken for t in tallies.values())
     print("FAIL" if failed else "OK", f"(largest difference {worst:.2e}, tolerance {args.tolerance:.0e})")
     return 1 if failed else 0
 
@@ -426,10 +548,23 @@ class UDGNAdapter(Adapter):
     """yikangshen/UDGN (``models.py``, ``layers.py``; decoders in ``test_phrase_grammar.py``).  Their parser's
     LSTM is ``emb_size`` wide and scales the bilinear scores by emb_size^-½, so depinduce runs with
     ``parser_hidden_size = hidden_size``; their projection's halves are [parent; child], depinduce's [child;
-    parent]; their per-relation biases (2, N) are depinduce's (N, 2)."""
+    parent]; their per-relation biases (2, N) are depinduce's (N, 2).
+
+    The shared-mask run (dropout 0.2 in the parser and the DGN, as their ``parser_dropout`` and ``dropout``, and
+    attention dropout 0.1) draws every mask in their layout: their controller weights are (B, T, T, heads),
+    depinduce's (B, heads, T, T); their last dropout drops the whole (B, T, H) output, depinduce's only the
+    masked positions.  Their parser LSTM drops between its layers inside torch's kernel, where no shared mask
+    reaches; for this run it steps through its layers one at a time with ``F.dropout`` between them on the padded
+    outputs, which is what ``nn.LSTM(dropout=p)`` documents (:func:`layerwise_lstm`)."""
 
     name = "udgn"
     SIZE = {"hidden_size": 12, "n_layers": 2, "n_heads": 3, "head_size": 5, "parser_layers": 2}
+    MASK_DROPOUT = 0.2  # the paper recipe's dropout
+    MASK_DROPATT = 0.1  # and its attention dropout
+
+    def mask_title(self) -> str:
+        return (f"train mode, dropout {self.MASK_DROPOUT} and attention dropout {self.MASK_DROPATT} with the same "
+                "masks on both sides")
 
     def module(self) -> ModuleType:
         need_file(self.authors / "models.py", "give the yikangshen/UDGN checkout")
@@ -440,15 +575,19 @@ class UDGNAdapter(Adapter):
         return models
 
     def build(self, seed: int) -> Pair:
+        return self.built_with_dropout(seed, 0.0)
+
+    def built_with_dropout(self, seed: int, dropout: float) -> Pair:
         from depinduce.models.udgn import UDGN, UDGNConfig
 
         size = self.SIZE
+        dropatt = self.MASK_DROPATT if dropout else 0.0
         torch.manual_seed(seed)
         theirs = self.module().UDGN(
             emb_size=size["hidden_size"], head_size=size["head_size"], nlayers=size["n_layers"],
-            ntokens=VOCAB_SIZE, nhead=size["n_heads"], dropout=0.0, parser_dropout=0.0, dropatt=0.0,
+            ntokens=VOCAB_SIZE, nhead=size["n_heads"], dropout=dropout, parser_dropout=dropout, dropatt=dropatt,
             pos_emb=False, pad=PAD, n_parser_layers=size["parser_layers"])
-        ours = UDGN(UDGNConfig(**size, parser_hidden_size=size["hidden_size"], dropout=0.0, dropatt=0.0,
+        ours = UDGN(UDGNConfig(**size, parser_hidden_size=size["hidden_size"], dropout=dropout, dropatt=dropatt,
                                graph_floor=1e-6), VOCAB)
         weights: list[tuple[str, str | tuple[str, ...], Transform]] = [
             ("embedding.weight", "emb.weight", same), ("output_bias", "output_layer.bias", same),
@@ -467,18 +606,44 @@ class UDGNAdapter(Adapter):
             weights.append((ours_layer + "direction_bias", their_layer + "rels_bias", transposed))
         return Pair(ours, theirs, weights)
 
+    @contextlib.contextmanager
+    def share_masks(self, pair: Pair, masks: SharedMasks, batch: dict[str, torch.Tensor]) -> Iterator[None]:
+        width = batch["mask"].shape
+        masked = batch["masked"]
+
+        def layout(shape: tuple[int, ...]) -> tuple[tuple[int, ...], Transform]:
+            if len(shape) == 4:  # the controller weights: depinduce's (B, heads, T, T), theirs (B, T, T, heads)
+                b, n, t, _ = shape
+                return (b, t, t, n), lambda keep: keep.permute(0, 3, 1, 2)
+            if len(shape) == 2:  # before the output layer: depinduce drops the masked positions only
+                return (*width, shape[1]), lambda keep: keep[masked]
+            return shape, same
+
+        masks.layout = layout
+        lstm = pair.theirs.parser_layers
+        lstm.forward = layerwise_lstm(lstm)
+        try:
+            with their_masks_restarted(pair.theirs, masks):
+                yield
+        finally:
+            del lstm.forward
+
     def stages(self, pair: Pair, batch: dict[str, torch.Tensor]) -> Iterator[tuple[str, Any, Any]]:
         ours, theirs = pair.ours, pair.theirs
         tokens, mask, masked = batch["tokens"], batch["mask"], batch["masked"]
         inputs = tokens.masked_fill(masked, MASK)
         rows = mask[:, :, None]  # their padding rows hold a distribution over the real words; ours are 0
+        fresh = self.fresh_pass(pair)
         states: list[torch.Tensor] = []
+        fresh()
+        p = ours.head_distribution(inputs, mask)
+        fresh()
+        graph = ours.graph(inputs, mask)
         hooks = [layer.register_forward_hook(lambda _m, _i, out: states.append(out.detach().clone()))
                  for layer in ours.layers]
         try:
-            p = ours.head_distribution(inputs, mask)
-            graph = ours.graph(inputs, mask)
-            hidden = ours.encode_masked(inputs, mask, masked)
+            fresh()
+            our_logits = ours.output_logits(ours.encode_masked(inputs, mask, masked))  # one pass, its last mask
         finally:
             for hook in hooks:
                 hook.remove()
@@ -491,13 +656,20 @@ class UDGNAdapter(Adapter):
         yield "graph weights m (+ floor)", graph * rows, their_graph
         for i, (state, their_state) in enumerate(zip(states, out["all_layers"][1:])):
             yield f"hidden states, layer {i + 1}", state * rows, their_state * rows
-        yield "logits (masked positions)", ours.output_logits(hidden), theirs.output_layer(out["raw_output"][masked])
-        yield "loss", ours_masked_lm_loss(ours, batch), their_loss
+        yield "logits (masked positions)", our_logits, theirs.output_layer(out["raw_output"][masked])
+        fresh()
+        our_loss = ours_masked_lm_loss(ours, batch)
+        yield "loss", our_loss, their_loss
 
     def decoders(self, rng: np.random.Generator, sentences: int) -> dict[str, DecoderTally]:
         """Their ``argmax`` and ``dms`` on p with the diagonal zeroed (float32, as their model's), ours through
         the registered decoders on the log-distribution scores the backend gives (log_softmax, read in float32
-        by ``parse``)."""
+        by ``parse``).  A third of the sentences have logits on a grid of three values (or all equal), so rows
+        tie and so do whole trees with different roots; for these ours read the logarithm of their float32 p, so
+        both decoders see the same numbers and the same ties.  Both decoders claim the authors' tie rules: tied
+        trees from ``udgn-argmax`` must still be equal (numpy's first maximum), and tied ``udgn-tree`` trees must
+        have the same root (their trials keep the first best root; ties between trees with the same root follow
+        each side's Chu-Liu/Edmonds, a documented difference)."""
         from depinduce.models.base import ParseScores
         from depinduce.models.udgn.decoders import AUTHORS_DECODERS
 
@@ -506,28 +678,64 @@ class UDGNAdapter(Adapter):
             sys.path.insert(0, str(self.authors))
         import test_phrase_grammar as theirs  # type: ignore[import-not-found]
 
-        tallies = {"udgn-argmax": DecoderTally(), "udgn-tree": DecoderTally()}
+        tallies = {"udgn-argmax": DecoderTally(tie_rule="numpy's first maximum"),
+                   "udgn-tree": DecoderTally(tie_rule="the leftmost best root")}
         for _ in range(sentences):
             n = int(rng.integers(1, 11))
-            logits = torch.from_numpy(rng.normal(size=(n, n)) * rng.choice([1.0, 8.0, 40.0])).float()
-            head = logits.softmax(dim=-1).fill_diagonal_(0.0).numpy()
-            log_p = logits.log_softmax(dim=-1)
-            scores = torch.full((n + 1, n + 1), float("-inf"))
+            coarse = rng.random() < 1 / 3
+            if coarse:
+                logits = torch.from_numpy(rng.integers(0, 3, size=(n, n)) * rng.choice([0.0, 1.0, 4.0])).float()
+            else:
+                logits = torch.from_numpy(rng.normal(size=(n, n)) * rng.choice([1.0, 8.0, 40.0])).float()
+            softmax = logits.softmax(dim=-1)
+            head = softmax.clone().fill_diagonal_(0.0).numpy()
+            log_p = softmax.double().log() if coarse else logits.log_softmax(dim=-1)
+            scores = torch.full((n + 1, n + 1), float("-inf"), dtype=log_p.dtype)
             scores[1:, 0] = log_p.diagonal()
             scores[1:, 1:] = log_p.fill_diagonal_(float("-inf"))
             parse_scores = ParseScores(heads=scores)
             weights = np.log(head + 1e-9).astype(np.float64)
 
             def objective(heads: list[int], weights: np.ndarray = weights) -> float:
-                return float(sum(weights[i, h - 1] for i, h in enumerate(heads) if h != 0))
+                return math.fsum(float(weights[i, h - 1]) for i, h in enumerate(heads) if h != 0)
 
             their_argmax = [0 if int(j) == i else int(j) + 1 for i, j in enumerate(np.argmax(head, axis=1))]
             their_tree = [0 if int(j) == i else int(j) + 1 for i, j in enumerate(theirs.dms(weights))]
             tallies["udgn-argmax"].add(AUTHORS_DECODERS["udgn-argmax"].decode(parse_scores), their_argmax,
-                                       lambda heads, head=head: float(sum(head[i, h - 1] for i, h in
-                                                                          enumerate(heads) if h != 0)))
-            tallies["udgn-tree"].add(AUTHORS_DECODERS["udgn-tree"].decode(parse_scores), their_tree, objective)
+                                       lambda heads, head=head: math.fsum(float(head[i, h - 1]) for i, h in
+                                                                          enumerate(heads) if h != 0),
+                                       rule=lambda _ours, _theirs: True)
+            tallies["udgn-tree"].add(AUTHORS_DECODERS["udgn-tree"].decode(parse_scores), their_tree, objective,
+                                     rule=lambda ours, theirs: ours.index(0) != theirs.index(0))
         return tallies
+
+
+def layerwise_lstm(lstm: torch.nn.LSTM) -> Callable[..., tuple[Any, None]]:
+    """A ``forward`` for the authors' bidirectional ``nn.LSTM(num_layers=L, dropout=p)`` on a packed sequence that
+    runs it one layer at a time (torch's own one-layer LSTM on its parameters) with
+    ``torch.nn.functional.dropout`` on each layer's output but the last — what ``nn.LSTM`` documents its dropout
+    to be — so that the masks come from the shared source: on the padded (B, T, 2H) outputs, then packed again.
+    Returns (output, None): their code reads only the output."""
+    from torch.nn.utils import rnn
+
+    kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+
+    def forward(packed: rnn.PackedSequence, hx: Any = None) -> tuple[rnn.PackedSequence, None]:
+        x = packed
+        batch = int(packed.batch_sizes[0])
+        for layer in range(lstm.num_layers):
+            if layer > 0:
+                padded, lengths = rnn.pad_packed_sequence(x, batch_first=True)
+                padded = torch.nn.functional.dropout(padded, lstm.dropout, lstm.training)
+                x = rnn.pack_padded_sequence(padded, lengths, batch_first=True, enforce_sorted=False)
+            params = [getattr(lstm, f"{kind}_l{layer}{suffix}") for suffix in ("", "_reverse") for kind in kinds]
+            zeros = x.data.new_zeros((2, batch, lstm.hidden_size))
+            out = torch._VF.lstm(x.data, x.batch_sizes, (zeros, zeros), params, True, 1, 0.0,  # type: ignore[attr-defined]
+                                 lstm.training, True)[0]
+            x = rnn.PackedSequence(out, x.batch_sizes, x.sorted_indices, x.unsorted_indices)
+        return x, None
+
+    return forward
 
 
 # ----------------------------------------------------------------------------------------------- StructFormer
@@ -543,6 +751,12 @@ class StructFormerAdapter(Adapter):
 
     name = "structformer"
     SIZE = {"hidden_size": 12, "n_layers": 2, "n_heads": 3, "n_parser_layers": 2, "conv_size": 3}
+    MASK_DROPOUT = 0.1  # their run.sh's dropout
+    MASK_DROPATT = 0.05  # their default is 0; any rate, so that the attention dropout's place is checked too
+
+    def mask_title(self) -> str:
+        return (f"train mode, dropout {self.MASK_DROPOUT} and attention dropout {self.MASK_DROPATT} with the same "
+                "masks on both sides")
 
     def module(self) -> ModuleType:
         root = self.authors.parent if (self.authors / "structformer.py").is_file() else self.authors
@@ -554,16 +768,21 @@ class StructFormerAdapter(Adapter):
         return structformer
 
     def build(self, seed: int) -> Pair:
+        return self.built_with_dropout(seed, 0.0)
+
+    def built_with_dropout(self, seed: int, dropout: float) -> Pair:
         from depinduce.models.structformer import StructFormer, StructFormerConfig
 
         size = self.SIZE
+        dropatt = self.MASK_DROPATT if dropout else 0.0
         torch.manual_seed(seed)
         theirs = self.module().StructFormer(
-            size["hidden_size"], size["n_layers"], VOCAB_SIZE, size["n_heads"], 0.0, 0.0, False, True, pad=PAD,
-            n_parser_layers=size["n_parser_layers"], conv_size=size["conv_size"], relations=("head", "child"),
-            weight_act="softmax")
-        ours = StructFormer(StructFormerConfig(**size, ff_size=4 * size["hidden_size"], dropout=0.0, dropatt=0.0,
-                                               pos_emb=True, max_positions=500, margin="batch"), VOCAB)
+            size["hidden_size"], size["n_layers"], VOCAB_SIZE, size["n_heads"], dropout, dropatt, False, True,
+            pad=PAD, n_parser_layers=size["n_parser_layers"], conv_size=size["conv_size"],
+            relations=("head", "child"), weight_act="softmax")
+        ours = StructFormer(StructFormerConfig(**size, ff_size=4 * size["hidden_size"], dropout=dropout,
+                                               dropatt=dropatt, pos_emb=True, max_positions=500, margin="batch"),
+                            VOCAB)
         weights: list[tuple[str, str | tuple[str, ...], Transform]] = [
             ("log_sharpness", "_scaler", same), ("relation_logits", "_rel_weight", same),
             ("embedding.weight", "emb.weight", same), ("position.weight", "pos_emb.weight", same),
@@ -585,11 +804,34 @@ class StructFormerAdapter(Adapter):
                     ("ff_norm.", "feedforward.0."), ("ff_in.", "feedforward.1."), ("ff_out.", "feedforward.4."))]
         return Pair(ours, theirs, weights)
 
+    @contextlib.contextmanager
+    def share_masks(self, pair: Pair, masks: SharedMasks, batch: dict[str, torch.Tensor]) -> Iterator[None]:
+        """Their layers run time-major: (T, B, ·) tensors, attention weights (B·heads, T, T); depinduce's are
+        (B, T, ·), (heads, B, T, T) (``(heads·B, T, T)`` off the CPU's route), its last layer at the masked
+        positions only (the whole mask drawn, its rows taken) and its output dropout on those positions."""
+        width, heads = batch["mask"].shape, self.SIZE["n_heads"]
+        masked = batch["masked"]
+        b, t = width
+
+        def layout(shape: tuple[int, ...]) -> tuple[tuple[int, ...], Transform]:
+            if len(shape) == 4:  # attention weights, head-major
+                return (b * heads, t, t), lambda keep: keep.view(b, heads, t, t).transpose(0, 1)
+            if shape == (heads * b, t, t):  # the same off the CPU's route, flattened
+                return shape, lambda keep: keep.view(b, heads, t, t).transpose(0, 1).reshape(shape)
+            if len(shape) == 3:
+                return (shape[1], shape[0], shape[2]), lambda keep: keep.transpose(0, 1)
+            return (*width, shape[1]), lambda keep: keep[masked]  # before the output layer
+
+        masks.layout = layout
+        with their_masks_restarted(pair.theirs, masks):
+            yield
+
     def stages(self, pair: Pair, batch: dict[str, torch.Tensor]) -> Iterator[tuple[str, Any, Any]]:
         ours, theirs = pair.ours, pair.theirs
         tokens, mask, masked = batch["tokens"], batch["mask"], batch["masked"]
         inputs = tokens.masked_fill(masked, MASK)
         boundaries = word_boundaries(mask)
+        fresh = self.fresh_pass(pair)
         states: list[torch.Tensor] = []
         their_states: list[torch.Tensor] = []
         hooks = [layer.register_forward_hook(lambda _m, _i, out: states.append(out.detach().clone()))
@@ -598,6 +840,7 @@ class StructFormerAdapter(Adapter):
                   for layer in theirs.layers]
         try:
             found = ours.structure(inputs, mask, batch_margin=True)
+            fresh()
             ours.encode(inputs, mask)
             pos = torch.arange(tokens.size(1))[None, :]
             with authors_float64():
@@ -612,9 +855,12 @@ class StructFormerAdapter(Adapter):
         for i, (state, their_state) in enumerate(zip(states, their_states)):
             yield f"hidden states, layer {i + 1}", state[mask], their_state[mask]
         their_logits = their_logits.view(*tokens.shape, -1)[masked]
+        fresh()
         yield "logits (masked positions)", ours.output_logits(ours.encode_masked(inputs, mask, masked)), their_logits
         their_loss = torch.nn.functional.cross_entropy(their_logits, tokens[masked])
-        yield "loss", ours_masked_lm_loss(ours, batch), their_loss
+        fresh()
+        our_loss = ours_masked_lm_loss(ours, batch)
+        yield "loss", our_loss, their_loss
 
     def decoders(self, rng: np.random.Generator, sentences: int) -> dict[str, DecoderTally]:
         """Their test-time parse (``test_phrase_grammar.py``; needs their ``tree_utils.py`` and ``data_ptb.py``
@@ -701,6 +947,22 @@ class ProbFormerAdapter(Adapter):
     SIZE = {"d": 10, "n_channels": 3, "n_iter": 3, "rank": 4, "distance_threshold": 2}
     TERNARY_L2 = 5e-4
     MASK_DROPOUT = 0.15  # the paper configuration's rate
+    CHUNKS = 2  # loss_chunks in its variant: the batch of 4 in runs of 2, as their trainer's micro-batches of 2
+
+    def __init__(self, authors: Path, *, root: bool = False, chunks: int | None = None) -> None:
+        super().__init__(authors)
+        self.root, self.chunks = root, chunks
+        if chunks is not None:  # a training-time switch (evaluation ignores it): train mode only, dropout 0
+            self.MODES, self.MASK_DROPOUT = ("train",), 0.0
+
+    def variants(self) -> list[tuple[str, Adapter]]:
+        """The ROOT variant (``root: true`` with its switches at their defaults, beside their
+        ``RootedHeadProbEncoder``) and ``loss_chunks`` (beside their trainer's micro-batches)."""
+        if self.root or self.chunks is not None:
+            return []
+        return [("ROOT variant (their RootedHeadProbEncoder)", ProbFormerAdapter(self.authors, root=True)),
+                (f"loss_chunks: {self.CHUNKS} (their trainer's micro-batches, losses summed)",
+                 ProbFormerAdapter(self.authors, chunks=self.CHUNKS))]
 
     def build(self, seed: int) -> Pair:
         return self.built_with_dropout(seed, 0.0)
@@ -710,24 +972,25 @@ class ProbFormerAdapter(Adapter):
 
         from depinduce.models.probformer import ProbFormer, ProbFormerConfig
 
+        file, encoder = (("rootedHeadCRFEncoder.py", "RootedHeadProbEncoder") if self.root
+                         else ("lazyHeadCRFEncoder.py", "HalfLazyHeadProbEncoder"))
         candidates = [self.authors / "src" / "models" / "modules", self.authors]
-        path = next((c / "lazyHeadCRFEncoder.py" for c in candidates if (c / "lazyHeadCRFEncoder.py").is_file()),
-                    candidates[0] / "lazyHeadCRFEncoder.py")
+        path = next((c / file for c in candidates if (c / file).is_file()), candidates[0] / file)
         need_file(path, "give the whyNLP/Probabilistic-Transformer checkout")
-        module = import_file("authors_lazy_head_crf_encoder", path)
+        module = import_file(f"authors_{path.stem}", path)
         size = self.SIZE
         torch.manual_seed(seed)
         theirs = nn.Module()
         theirs.embedding = nn.Embedding(VOCAB_SIZE, size["d"])
         nn.init.xavier_uniform_(theirs.embedding.weight)
-        theirs.mod = module.HalfLazyHeadProbEncoder(
+        theirs.mod = getattr(module, encoder)(
             d_model=size["d"], n_head=size["n_channels"], n_iter=size["n_iter"],
             dists=", ".join(str(n) for n in range(2, size["distance_threshold"] + 2)), async_update=True,
             use_td=f"uv:{size['rank']}", dropout=dropout)
         theirs.mod.distmask = theirs.mod.distmask.to(F64)
         theirs.linear = nn.Linear(size["d"], VOCAB_SIZE)
-        ours = ProbFormer(ProbFormerConfig(**size, decomposition="uv", dropout=dropout, ternary_l2=self.TERNARY_L2),
-                          VOCAB)
+        ours = ProbFormer(ProbFormerConfig(**size, decomposition="uv", dropout=dropout, ternary_l2=self.TERNARY_L2,
+                                           root=self.root), VOCAB)
 
         def channels_first(x: torch.Tensor) -> torch.Tensor:
             return x.permute(0, 3, 2, 1)
@@ -736,27 +999,68 @@ class ProbFormerAdapter(Adapter):
             ("embedding.weight", "embedding.weight", same), ("output.weight", "linear.weight", same),
             ("output.bias", "linear.bias", same),
             ("mean_field.factors.U", "mod.U", channels_first), ("mean_field.factors.V", "mod.V", channels_first)]
+        if self.root:  # their root_ternary (d, d_root, C) is depinduce's full T_root[a, e, c]
+            weights.append(("mean_field.root_factor.T", "mod.root_ternary", same))
         return Pair(ours, theirs, weights)
 
+    def their_regulariser(self, theirs: torch.nn.Module) -> torch.Tensor:
+        """Their trainer's ``add_norm``: ``ternary_l2`` times each norm it names (with ROOT, the root tensor's
+        too: ``root_norm: separate``)."""
+        norm = theirs.mod.getTernaryNorm(2)
+        if self.root:
+            norm = norm + theirs.mod.getRootTernaryNorm(2)
+        return self.TERNARY_L2 * norm
+
+    def their_mean_loss(self, theirs: torch.nn.Module, tokens: torch.Tensor, mask: torch.Tensor,
+                        masked: torch.Tensor) -> torch.Tensor:
+        """Their loss on one (micro-)batch: token-summed cross-entropy over the masked words / their count, plus
+        the regulariser."""
+        with authors_float64():
+            features = theirs.mod(theirs.embedding(tokens.masked_fill(masked, MASK)), mask.to(torch.int32))
+        logits = theirs.linear(features)
+        summed = sum(torch.nn.functional.cross_entropy(logits[b][masked[b]], tokens[b][masked[b]], reduction="sum")
+                     for b in range(len(tokens)))
+        return summed / masked.sum() + self.their_regulariser(theirs)
+
     def stages(self, pair: Pair, batch: dict[str, torch.Tensor]) -> Iterator[tuple[str, Any, Any]]:
+        from depinduce.training.objectives import MaskedLM
+
         ours, theirs = pair.ours, pair.theirs
         tokens, mask, masked = batch["tokens"], batch["mask"], batch["masked"]
+        if self.chunks is not None:
+            # runs of consecutive sentences, each trimmed to its own longest (their micro-batches are padded alone)
+            their_loss = 0.0
+            for rows in torch.arange(len(tokens)).split(len(tokens) // self.chunks):
+                width = int(mask[rows].sum(dim=1).max())
+                their_loss = their_loss + self.their_mean_loss(
+                    theirs, tokens[rows, :width], mask[rows, :width], masked[rows, :width])
+            yield "loss", MaskedLM(0.3, chunks=self.chunks).compute(ours, **batch).loss, their_loss
+            return
         inputs = tokens.masked_fill(masked, MASK)
         found = ours.infer(inputs, mask)
         with authors_float64():
-            features = theirs.mod(theirs.embedding(inputs), mask.to(torch.int32))
+            embedded = theirs.embedding(inputs)
+            features = theirs.mod(embedded, mask.to(torch.int32))
+            if self.root:  # their encoder hands out the root label's scores instead of the words' when asked
+                theirs.mod.output_root = True
+                try:
+                    their_root = theirs.mod(embedded, mask.to(torch.int32))[:, 0]
+                finally:
+                    theirs.mod.output_root = False
         # pairs of two different real words (their one-word sentences spread a row's mass over -1e9 entries)
         pairs = (mask[:, :, None] & mask[:, None, :] & ~torch.eye(tokens.size(1), dtype=torch.bool))[:, None]
-        if pair.masks is None:  # theirs keeps Q_h after dropout (with masks: the dropout stages compare it)
-            yield "head marginals Q_h", found.heads * pairs, theirs.mod.q_h * pairs
+        if pair.masks is None and not self.root:  # their rooted encoder keeps no Q_h; with masks the dropout
+            yield "head marginals Q_h", found.heads * pairs, theirs.mod.q_h * pairs  # stages compare it
         yield "label scores q_z (final)", found.q_z[mask], features[mask]
+        if self.root:
+            yield "root label scores q_R (final)", found.q_root, their_root
         their_logits = theirs.linear(features)
         yield "logits (masked positions)", ours.output_logits(ours.encode_masked(inputs, mask, masked)), \
             their_logits[masked]
-        yield "regulariser", ours.regularizer(), self.TERNARY_L2 * theirs.mod.getTernaryNorm(2)
+        yield "regulariser", ours.regularizer(), self.their_regulariser(theirs)
         summed = sum(torch.nn.functional.cross_entropy(their_logits[b][masked[b]], tokens[b][masked[b]],
                                                        reduction="sum") for b in range(len(tokens)))
-        their_loss = summed / masked.sum() + self.TERNARY_L2 * theirs.mod.getTernaryNorm(2)
+        their_loss = summed / masked.sum() + self.their_regulariser(theirs)
         yield "loss", ours_masked_lm_loss(ours, batch), their_loss
 
     def decoders(self, rng: np.random.Generator, sentences: int) -> dict[str, DecoderTally]:
@@ -790,16 +1094,19 @@ class ProbFormerAdapter(Adapter):
         return tallies
 
     def dropped_entries(self, x: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Q_h (B, C, T, T) at pairs of two different real words, q_z (B, T, d) at real words (their padding
-        rows hold a uniform Q_h and unmasked label scores; depinduce's are 0)."""
+        """Q_h (B, C, T, T) at pairs of two different real words (with ROOT, (B, C, T, 1+T): ROOT's column too),
+        q_z (B, T, d) at real words (their padding rows hold a uniform Q_h and unmasked label scores; depinduce's
+        are 0), the root label's q_R (B, d_root) whole."""
         mask = batch["mask"]
         if x.dim() == 4:
             pairs = mask[:, :, None] & mask[:, None, :] & ~torch.eye(mask.size(1), dtype=torch.bool)
+            if x.size(-1) == mask.size(1) + 1:
+                pairs = torch.cat([mask[:, :, None], pairs], dim=-1)
             return x[pairs[:, None].expand_as(x)]
-        return x[mask]
+        return x if x.dim() == 2 else x[mask]
 
     @contextlib.contextmanager
-    def share_masks(self, pair: Pair, masks: SharedMasks) -> Iterator[None]:
+    def share_masks(self, pair: Pair, masks: SharedMasks, batch: dict[str, torch.Tensor]) -> Iterator[None]:
         """Their ``dropout_h`` and ``dropout_z`` modules and depinduce's mean-field ``apply_dropout`` drop through
         ``masks``; both drop Q_h, then q_z, at every iteration, in that order (the shapes are checked)."""
         from depinduce.models.probformer import inference
@@ -900,6 +1207,79 @@ def random_tree(rng: torch.Generator, n: int) -> list[int]:
     return heads[1:]
 
 
+class TheirLayout(torch.nn.Module):
+    """Their ``Model``'s loop reads BERT's layout — [CLS], <ROOT>, the words, [SEP] — and addresses <ROOT> as
+    position 1; their network runs here, as in the rest of this check, on <ROOT> + the words.  This wraps it: the
+    [CLS] row and column are cut off going in (graph included) and [SEP] becomes padding; coming out, [CLS] gets a
+    row and column of −∞ arc scores (zero label scores), and a word's own column −∞ as in the graph-less passes'
+    comparison (their training loss sees the self-loop; depinduce's masks it: aligned on their side)."""
+
+    MARK = 1  # the id of [CLS] and [SEP] here (<unk>, which no batch of this check holds)
+
+    def __init__(self, parser: torch.nn.Module) -> None:
+        super().__init__()
+        self.parser = parser
+
+    def forward(self, words: torch.Tensor, tags: torch.Tensor, sign: torch.Tensor | None = None,
+                graph_arc: torch.Tensor | None = None, graph_rel: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        marks = words.eq(self.MARK)
+        inner_words = words.masked_fill(marks, PAD)[:, 1:]
+        inner_tags = tags.masked_fill(marks, 0)[:, 1:]
+        if graph_arc is None:
+            s_arc, s_rel = self.parser(inner_words, inner_tags)
+        else:
+            s_arc, s_rel = self.parser(inner_words, inner_tags, sign, graph_arc[:, 1:, 1:], graph_rel)
+        batch, width = words.shape
+        full_arc = s_arc.new_full((batch, width, width), float("-inf"))
+        full_arc[:, 1:, 1:] = s_arc
+        full_arc = full_arc.masked_fill(torch.eye(width, dtype=torch.bool), float("-inf"))
+        full_rel = s_rel.new_zeros((batch, width, width, s_rel.size(-1)))
+        full_rel[:, 1:, 1:] = s_rel
+        return full_arc, full_rel
+
+
+class PassRecorder:
+    """Their trainer's optimiser and scheduler in one: at each ``step`` (one per pass) their gradients go beside
+    depinduce's of the same pass (recorded before), then both sides take the same plain gradient step on the
+    parameters that map one to one (a copy, or rows of a fused projection or of a biaffine), so that later passes
+    read weights a pass has changed; the reparametrised ones (relation tables, position and <ROOT> rows) are
+    held.  ``zero_grad`` clears their gradients."""
+
+    def __init__(self, pair: Pair, ours: list[dict[str, torch.Tensor]], lr: float, table: StageTable) -> None:
+        self.pair, self.ours, self.lr, self.table = pair, ours, lr, table
+        self.passes = 0
+
+    def zero_grad(self) -> None:
+        self.pair.theirs.zero_grad(set_to_none=True)
+
+    def step(self) -> None:
+        k, self.passes = self.passes, self.passes + 1
+        if k >= len(self.ours):
+            sys.exit(f"their trainer ran pass {k + 1}, depinduce's loop {len(self.ours)} passes")
+        worst = 0.0
+        theirs = dict(self.pair.theirs.named_parameters())
+        for mine, their, transform in self.pair.weights:
+            worst = max(worst, difference(self.ours[k][mine], self.pair.theirs_as_ours(their, transform, grad=True)))
+        self.table.add(f"gradients, pass {k + 1}", worst)
+        with torch.no_grad():
+            for name in stepped_parameters(self.pair)[1]:
+                if theirs[name].grad is not None:
+                    theirs[name] -= self.lr * theirs[name].grad
+
+
+def stepped_parameters(pair: Pair) -> tuple[set[str], set[str]]:
+    """depinduce's and their parameters that a plain gradient step moves alike on both sides: those mapped by a
+    copy, by stacking, or by slices of one of theirs that no other transform reads."""
+    ours, theirs = set(), set()
+    for mine, their, transform in pair.weights:
+        names = (their,) if isinstance(their, str) else their
+        if transform is same or transform is stacked or mine.startswith(("network.arc.", "network.label.")):
+            ours.add(mine)
+            theirs.update(names)
+    return ours, theirs
+
+
 class RNGTrAdapter(Adapter):
     """idiap/g2g-transformer: their ``GraphBiaffineParser`` (``parser/parser.py``: a ``BertGraphModel`` with
     labelled graph input, their MLPs and biaffine scorers) as one network for the graph-less pass and the graph
@@ -911,10 +1291,14 @@ class RNGTrAdapter(Adapter):
     The map: their token-type row, added at every position, goes into depinduce's position table; their q, k, v
     are depinduce's fused [q; k; v]; depinduce's rK is √d_head × theirs (depinduce scales the relation term with
     q·k); their biaffines' bias row and column are depinduce's bias vector and linear term.  Their LayerNorm ε is
-    BERT's 1e-12 (depinduce's ``layer_norm_eps``, taken from the BERT with ``--encoder-path``).  Three
+    BERT's 1e-12 (depinduce's ``layer_norm_eps``, taken from the BERT with ``--encoder-path``).  Two
     differences that have no switch are aligned on their side: the "no arc" row of their relation tables, learned
-    there, is zeroed (fixed at zero in depinduce); the graphs are random trees (their argmax graphs drop
-    2-cycles, depinduce's read them); their arc loss sees the self-loop column at −∞ (depinduce masks it)."""
+    there, is zeroed (fixed at zero in depinduce); their arc loss sees the self-loop column at −∞ (depinduce masks
+    it).  The graphs of the pass comparison are random trees (their argmax graphs drop 2-cycles: depinduce's
+    ``graph_cycles: drop``, which the loop variant runs).
+
+    The loop variant (``variants``) runs depinduce's refinement with the authors' switches beside their
+    ``Model.train`` and ``Model.evaluate`` on short sentences, so that some converge before the last pass."""
 
     name = "rngtr"
     SIZE = {"hidden_size": 12, "n_layers": 2, "n_heads": 3, "ff_size": 20, "arc_mlp_size": 7, "label_mlp_size": 5,
@@ -922,6 +1306,22 @@ class RNGTrAdapter(Adapter):
     UPOS = ["ADJ", "DET", "NOUN", "VERB"]
     LABELS = ["amod", "det", "nsubj", "obj", "root"]
     EPS = 1e-12
+    LOOP_T, LOOP_LR = 2, 0.1  # the loop variant: refinement passes after the first, and the per-pass step size
+
+    def __init__(self, authors: Path, *, loop: bool = False) -> None:
+        super().__init__(authors)
+        self.loop = loop
+        if loop:  # one training loop with its own per-pass steps and losses, then parsing: no single backward
+            self.MODES, self.BACKWARD = ("train",), False
+
+    def variants(self) -> list[tuple[str, Adapter]]:
+        """The refinement loop with the authors' switches (``updates: per_pass``, ``first_graph: mst``,
+        ``decode_pass: previous``) beside their trainer and evaluation loop."""
+        if self.loop:
+            return []
+        label = (f"refinement loop: T = {self.LOOP_T}, updates: per_pass, first_graph: mst, decode_pass: previous, "
+                 "graph_cycles: drop, beside their Model.train and Model.evaluate")
+        return [(label, RNGTrAdapter(self.authors, loop=True))]
 
     def modules(self) -> tuple[ModuleType, ModuleType]:
         need_file(self.authors / "parser" / "utils" / "graph.py", "give the idiap/g2g-transformer checkout")
@@ -964,8 +1364,13 @@ class RNGTrAdapter(Adapter):
             for layer in theirs.bert.encoder.layer:
                 layer.attention.self.dp_relation_k.weight[0] = 0.0
                 layer.attention.self.dp_relation_v.weight[0] = 0.0
-        ours = RNGTr(RNGTrConfig(**size, dropout=0.0, mlp_dropout=0.0, iterations=0, layer_norm_eps=self.EPS,
-                                 updates="per_pass"), VOCAB, tags)
+            if self.loop:  # label 0 stands in for their '<ROOT>' relation, which their MST decoder never gives a
+                n = size["label_mlp_size"]  # word and no word carries: pushed down on both sides (the batch's gold
+                theirs.rel_attn.weight[0, n, n] -= 30.0  # labels avoid it), neither side picks it
+        loop = ({"iterations": self.LOOP_T, "first_graph": "mst", "decode_pass": "previous", "graph_cycles": "drop"}
+                if self.loop else {})
+        ours = RNGTr(RNGTrConfig(**{"iterations": 0, **size, **loop}, dropout=0.0, mlp_dropout=0.0,
+                                 layer_norm_eps=self.EPS, updates="per_pass"), VOCAB, tags)
         return Pair(ours, theirs, self.weight_map(size))
 
     def small_bert(self, *_: Any) -> torch.nn.Module:
@@ -1032,7 +1437,8 @@ class RNGTrAdapter(Adapter):
     def batch(self, rng: torch.Generator) -> dict[str, torch.Tensor]:
         """Words, UPOS, gold heads and labels, and a random labelled tree as the graph the graph pass reads."""
         tags = self.tags()
-        lengths = random_lengths(rng, 4, 9)
+        lengths = random_lengths(rng, 8, 5) if self.loop else random_lengths(rng, 4, 9)  # the loop: short
+        # sentences, so that some converge (their graph stops changing) before the last pass
         longest = max(lengths)
         mask = torch.arange(longest)[None, :] < torch.tensor(lengths)[:, None]
         tokens = torch.randint(FIRST_WORD, VOCAB_SIZE, mask.shape, generator=rng).masked_fill(~mask, PAD)
@@ -1043,7 +1449,7 @@ class RNGTrAdapter(Adapter):
             graph[b, :n] = torch.tensor(random_tree(rng, n))
             gold = torch.randint(0, n, (n,), generator=rng) + 1  # any word but itself, or ROOT
             heads[b, :n] = torch.where(gold > torch.arange(1, n + 1), gold, gold - 1)
-        labels = torch.randint(0, tags.n_labels, mask.shape, generator=rng).masked_fill(~mask, 0)
+        labels = torch.randint(1 if self.loop else 0, tags.n_labels, mask.shape, generator=rng).masked_fill(~mask, 0)
         graph_labels = torch.randint(0, tags.n_labels, mask.shape, generator=rng).masked_fill(~mask, 0)
         return {"tokens": tokens, "mask": mask, "upos": upos, "heads": heads, "labels": labels,
                 "init_heads": graph, "init_labels": graph_labels}
@@ -1069,6 +1475,12 @@ class RNGTrAdapter(Adapter):
         return graph
 
     def stages(self, pair: Pair, batch: dict[str, torch.Tensor]) -> Iterator[tuple[str, Any, Any]]:
+        if self.loop:
+            yield from self.loop_stages(pair, batch)
+            return
+        yield from self.pass_stages(pair, batch)
+
+    def pass_stages(self, pair: Pair, batch: dict[str, torch.Tensor]) -> Iterator[tuple[str, Any, Any]]:
         from depinduce.training.objectives import HeadsAndLabels
 
         ours, theirs = pair.ours, pair.theirs
@@ -1110,6 +1522,139 @@ class RNGTrAdapter(Adapter):
                 SimpleNamespace(criterion=torch.nn.CrossEntropyLoss()), s_arc[word_mask], s_rel[word_mask],
                 batch["heads"][mask], batch["labels"][mask])
         yield "loss", ours_loss, their_loss  # the graph-less pass's plus the graph pass's
+
+    def loop_stages(self, pair: Pair, batch: dict[str, torch.Tensor]) -> Iterator[tuple[str, Any, Any]]:
+        """The refinement loop against their ``Model.train`` and ``Model.evaluate`` (``--stop_arc_rel``, MST for
+        the first graph and for decoding, ``num_iter_encoder`` = T + 1), on a one-batch loader in their layout
+        (:class:`TheirLayout`): training, one plain gradient step per pass on both sides (:class:`PassRecorder`),
+        each pass's loss and gradients and which sentences it trained on compared; then parsing with the updated
+        weights in eval mode, the arc probabilities each sentence is decoded from (their ``s_arc_final``, the pass
+        before the one that converged) compared with depinduce's ``final_scores``."""
+        from depinduce.training.objectives import HeadsAndLabels
+
+        ours, theirs = pair.ours, pair.theirs
+        _, their_model_module = self.modules()
+        tags, mask = self.tags(), batch["mask"]
+        inputs = {k: v for k, v in batch.items() if not k.startswith("init_")}
+        # depinduce: one update per pass, recording each pass's loss, gradients and rows first
+        our_losses, our_grads, our_rows = [], [], []
+        params = dict(ours.named_parameters())
+        stepped = stepped_parameters(pair)[0]
+        objective = HeadsAndLabels()
+        rows_seen: list[torch.Tensor] = []
+        network_passes = ours.network.arc_label_passes
+
+        def recording_passes(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            for out in network_passes(*args, **kwargs):
+                rows_seen.append(out.rows.clone())
+                yield out
+
+        ours.network.arc_label_passes = recording_passes
+        try:
+            for out in objective.updates(ours, **inputs):
+                ours.zero_grad(set_to_none=True)
+                out.loss.backward()
+                our_losses.append(out.loss.detach())
+                our_grads.append({name: (p.grad.clone() if p.grad is not None else torch.zeros_like(p))
+                                  for name, p in params.items()})
+                with torch.no_grad():
+                    for name in stepped:
+                        if params[name].grad is not None:
+                            params[name] -= self.LOOP_LR * params[name].grad
+        finally:
+            del ours.network.arc_label_passes
+        for rows in rows_seen:  # batch rows (the CPU's route) or a boolean mask of them (the device route)
+            our_rows.append(rows.to(F64) if rows.dtype == torch.bool
+                            else torch.zeros(len(mask), dtype=F64).index_fill_(0, rows, 1.0))
+        # theirs: their trainer on the same batch
+        loader = [self.their_loop_batch(batch)]
+        config = SimpleNamespace(num_iter_encoder=self.LOOP_T + 1, use_mst_train=False, use_two_opts=False,
+                                 input_labeled_graph=True, subword_option="semantic", stop_arc=False,
+                                 stop_arc_rel=True, train_zero_rel=False, use_mst_eval=True)
+        vocab = SimpleNamespace(root_label=0, sbert_label=tags.n_labels)  # label 0: their '<ROOT>' (see build)
+        model = their_model_module.Model(vocab, TheirLayout(theirs), config, tags.n_labels)
+        # their decode_mst writes into views of the label scores, which torch 2 refuses under autograd (torch 1.x,
+        # theirs, let it pass): it gets the scores detached — it only decides, no gradient goes through it
+        decide = model.decode_mst
+        model.decode_mst = lambda s_arc, s_rel, *args, **kwargs: decide(s_arc.detach(), s_rel.detach(), *args,
+                                                                         **kwargs)
+        table = StageTable()
+        model.optimizer = PassRecorder(pair, our_grads, self.LOOP_LR, table)
+        model.scheduler = SimpleNamespace(step=lambda: None)
+        their_losses: list[torch.Tensor] = []
+        their_rows: list[torch.Tensor] = []
+        get_loss = model.get_loss
+        parser_forward = model.parser.forward
+
+        def recording_forward(words: torch.Tensor, tags_: torch.Tensor, sign: torch.Tensor | None = None,
+                              *rest: Any) -> Any:
+            their_rows.append(torch.ones(len(words), dtype=F64) if sign is None else sign.to(F64))
+            return parser_forward(words, tags_, sign, *rest)
+
+        model.get_loss = lambda *args: their_losses.append(get_loss(*args)) or their_losses[-1]
+        model.parser.forward = recording_forward
+        with contextlib.redirect_stderr(open(os.devnull, "w")):  # their tqdm bars
+            model.train(loader)
+        yield "passes trained (count)", torch.tensor(float(len(our_losses)), dtype=F64), \
+            torch.tensor(float(len(their_losses)), dtype=F64)
+        for k, (mine, their) in enumerate(zip(our_losses, their_losses)):
+            yield f"loss, pass {k + 1}", mine, their
+        for k, (mine, their) in enumerate(zip(our_rows, their_rows)):
+            yield f"sentences refining, pass {k + 1}", mine, their
+        for stage, value in table.worst.items():
+            yield stage, torch.tensor(value, dtype=F64), torch.tensor(0.0, dtype=F64)
+        yield "weights after the per-pass steps", torch.tensor(max(
+            difference(p, pair.theirs_as_ours(their, transform)) for mine, their, transform in pair.weights
+            for p in [params[mine]]), dtype=F64), torch.tensor(0.0, dtype=F64)
+        del model.parser.forward
+        # parsing: their evaluate's decoded scores beside depinduce's final scores
+        ours.eval()
+        with torch.no_grad():
+            final = ours.network.final_scores(batch["tokens"], batch["upos"], mask)
+        captured: list[torch.Tensor] = []
+        decode_mst = model.decode_mst
+
+        def capturing(s_arc: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            if not kwargs.get("prepare", args[2] if len(args) > 2 else True):
+                captured.append(s_arc.clone())
+            return decode_mst(s_arc, *args, **kwargs)
+
+        model.decode_mst = capturing
+        with torch.no_grad(), contextlib.redirect_stderr(open(os.devnull, "w")):
+            model.evaluate(loader)
+        their_arc = captured[0][:, 2:, 1:-1]  # word rows; <ROOT> + word columns (the last: [SEP] of the longest)
+        pairs = mask[:, :, None] & torch.cat([torch.ones_like(mask[:, :1]), mask], dim=1)[:, None, :]
+        pairs &= ~(torch.arange(1, mask.size(1) + 1)[:, None] == torch.arange(mask.size(1) + 1)[None, :])
+        their_probs = their_arc[:, : mask.size(1)].masked_fill(~pairs, float("-inf")).softmax(dim=-1)
+        yield "arc probabilities decoded (decode_pass: previous)", final.arcs.exp()[pairs], their_probs[pairs]
+
+    def their_loop_batch(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        """One batch as their data loader gives it for words of one word piece each: words and tags as
+        [CLS] <ROOT> words [SEP] (padding after), gold heads at their positions (<ROOT> = 1, word k = k + 1), the
+        word mask, and their sub-word arrays (each position its own first piece; [BERT] labels between [CLS] and
+        [SEP])."""
+        mask = batch["mask"]
+        b, t = mask.shape
+        width = t + 3
+        lengths = mask.sum(dim=1).tolist()
+        words = torch.full((b, width), PAD, dtype=torch.long)
+        tags = torch.zeros((b, width), dtype=torch.long)
+        arcs = torch.zeros((b, width), dtype=torch.long)
+        rels = torch.zeros((b, width), dtype=torch.long)
+        their_mask = torch.zeros((b, width), dtype=torch.bool)
+        sbert_arc = torch.zeros((b, width), dtype=torch.long)
+        sbert_rel = torch.zeros((b, width), dtype=torch.long)
+        for i, n in enumerate(lengths):
+            words[i, 0] = words[i, n + 2] = TheirLayout.MARK
+            words[i, 1] = self.root_id
+            words[i, 2 : n + 2] = batch["tokens"][i, :n]
+            tags[i, 2 : n + 2] = batch["upos"][i, :n] + VOCAB_SIZE
+            arcs[i, 2 : n + 2] = batch["heads"][i, :n] + 1
+            rels[i, 2 : n + 2] = batch["labels"][i, :n]
+            their_mask[i, 2 : n + 2] = True
+            sbert_arc[i, 1 : n + 2] = torch.arange(1, n + 2)
+            sbert_rel[i, 1 : n + 2] = self.tags().n_labels
+        return words, tags, arcs, rels, their_mask, sbert_arc, sbert_rel
 
     def decoders(self, rng: np.random.Generator, sentences: int) -> dict[str, DecoderTally]:
         """Their ``Model.decode_mst`` (softmax with self-loops and padding masked, then their Chu-Liu/Edmonds with

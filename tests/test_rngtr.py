@@ -170,6 +170,21 @@ def test_config_is_checked():
                          torch.ones((1, 600), dtype=torch.bool))
 
 
+
+def test_graph_cycles_drop_leaves_both_arcs_of_a_two_cycle_out_of_the_graph_read() -> None:
+    """``graph_cycles: drop`` (the authors' ``build_graph_labeled``: a pair read in both directions is dropped):
+    words 2 and 3 head each other, so neither arc is in the graph the next pass reads; the rest of the graph is
+    kept, and the default (``keep``) reads the graph as it is.  scripts/check_authors.py runs the loop with it
+    beside their trainer."""
+    heads = torch.tensor([[2, 3, 2, 0, 4]])  # 1 → 2, 2 ⇄ 3, 4 → ROOT, 5 → 4
+    labels = torch.tensor([[1, 2, 3, 0, 1]])
+    kept = _net()._read((heads, labels))
+    dropped = _net(graph_cycles="drop")._read((heads, labels))
+    assert torch.equal(kept[0], heads) and torch.equal(dropped[1], labels)
+    assert dropped[0].tolist() == [[2, -1, -1, 0, 4]]
+    with pytest.raises(DepinduceError, match="graph_cycles must be one of keep, drop"):
+        RNGTrConfig(graph_cycles="break")
+
 # ------------------------------------------------------------------------------------ training and parsing
 
 RECIPE = REPO / "depinduce" / "recipes" / "rngtr-ud-cpu.yaml"

@@ -25,6 +25,7 @@ from depinduce.models.udgn.dgn import DGNLayer, pair_directions
 from depinduce.models.layers.bilstm import BiLSTM
 from depinduce.models.udgn.parser import HeadSelectiveParser, undirected_mask
 from depinduce.structures.decode import decode_heads
+from dropout_support import drawn_dropout_masks
 from depinduce.structures.dependency import tree_problem
 from depinduce.training.config import load_recipe, resolve_config
 from depinduce.training.objectives import MaskedLM
@@ -582,3 +583,49 @@ def test_recompute_switches_change_memory_not_numbers(monkeypatch: pytest.Monkey
             assert (a is None and b is None) or torch.allclose(a, b, atol=1e-5)
     with pytest.raises(DepinduceError, match="recompute_heads must be true, false or auto, not 'sometimes'"):
         tiny_model(recompute_heads="sometimes")
+
+
+# ------------------------------------------------------------------------------------------ dropout placement
+
+
+def test_dropout_applies_where_the_authors_code_applies_it() -> None:
+    """The authors' UDGN drops, in this order: the parser's embedding, the BiLSTM's outputs between its layers
+    (``nn.LSTM(dropout=…)``) and after it, the word embedding, then per layer the controller weights (dropatt),
+    the concatenated messages and the projected output (``dgn_dropout: twice``), and the states before the
+    output layer (here at the masked positions only).  scripts/check_authors.py compares the masks themselves
+    with theirs; this pins the list without their code."""
+    model = tiny_model(dropout=0.2, dropatt=0.1)
+    model.train()
+    tokens, mask = batch_of([3, 4, 5, 6, 7], [8, 9, 10])
+    masked = torch.zeros_like(mask)
+    masked[0, 1] = masked[1, 2] = True
+    shapes = drawn_dropout_masks(lambda: MaskedLM(0.3).compute(model, tokens=tokens, mask=mask, masked=masked))
+    b, t, hidden, parser = 2, 5, TINY["hidden_size"], 2 * TINY["parser_hidden_size"]
+    heads, width = TINY["n_heads"], TINY["n_heads"] * TINY["head_size"]
+    parser_masks = [(b, t, hidden), *[(b, t, parser)] * (TINY["parser_layers"] - 1), (b, t, parser)]
+    layer_masks = [(b, heads, t, t), (b, t, width), (b, t, hidden)]
+    assert shapes == [*parser_masks, (b, t, hidden), *layer_masks * TINY["n_layers"], (2, hidden)]
+    once = tiny_model(dropout=0.2, dropatt=0.1, dgn_dropout="once")
+    once.train()
+    shapes = drawn_dropout_masks(lambda: MaskedLM(0.3).compute(once, tokens=tokens, mask=mask, masked=masked))
+    assert shapes == [*parser_masks, (b, t, hidden), *layer_masks[:2] * TINY["n_layers"], (2, hidden)]
+
+
+def test_bundled_model_config_names_the_settings_it_was_trained_with() -> None:
+    """The bundled model (depinduce/bundled/default, trained at commit 628f76d, before ``dgn_dropout``, ``init``
+    and ``graph_floor`` existed) was trained with what the code did then: one dropout per DGN layer, Xavier per
+    q/k/v/g block with zero direction biases and torch's default parser projection, and m itself as the
+    controller's weight.  Its config.yaml says so, so that a reload does not report today's defaults (the
+    authors' ``twice`` and ``authors``) as its training settings; every other switch of the network is there
+    too (implementation choices that leave the numbers unchanged aside)."""
+    from dataclasses import fields
+    from importlib.resources import files
+
+    import yaml
+
+    saved = yaml.safe_load((files("depinduce") / "bundled" / "default" / "config.yaml").read_text())
+    model_config = saved["model_config"]
+    assert (model_config["dgn_dropout"], model_config["init"], model_config["graph_floor"]) == (
+        "once", "depinduce", 0.0)
+    implementation = {"recompute_lstm", "recompute_heads"}
+    assert {f.name for f in fields(UDGNConfig)} - implementation <= set(model_config)

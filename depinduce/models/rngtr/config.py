@@ -41,9 +41,13 @@ class RNGTrConfig:
     #   as the paper describes) or its MST tree (``mst``, the authors' code; see model.py for the stop test);
     # - decode_pass: a sentence that converges at pass t is decoded from pass t (``last``) or from pass t-1
     #   (``previous``, the authors' code: same argmax graph, the MST can differ).
+    # - graph_cycles: a 2-cycle of an argmax graph (x the head of y, y the head of x) is read as it is (``keep``)
+    #   or both its arcs are left out of the graph the next pass reads (``drop``, the authors' code: their
+    #   build_graph_labeled keeps only pairs with one direction); the stop test compares the graphs whole.
     updates: str = "per_batch"
     first_graph: str = "argmax"
     decode_pass: str = "last"
+    graph_cycles: str = "keep"
 
     def __post_init__(self) -> None:
         check = ConfigChecks("rngtr", self)
@@ -58,7 +62,7 @@ class RNGTrConfig:
         check.need(isinstance(self.iterations, int) and not isinstance(self.iterations, bool)
                    and self.iterations >= 0, f"iterations must be a non-negative integer, not {self.iterations!r}")
         for name, allowed in (("updates", ("per_batch", "per_pass")), ("first_graph", ("argmax", "mst")),
-                              ("decode_pass", ("last", "previous"))):
+                              ("decode_pass", ("last", "previous")), ("graph_cycles", ("keep", "drop"))):
             value = getattr(self, name)
             check.need(value in allowed, f"{name} must be one of {', '.join(allowed)}, not {value!r}")
         check.need(self.hidden_size % self.n_heads == 0,

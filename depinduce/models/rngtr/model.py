@@ -105,6 +105,18 @@ class RNGTrNetwork(nn.Module):
         heads = heads.to(arc.device, non_blocking=True)  # no stream sync; a pageable source is read at once
         return heads, self.label.at_heads(hidden, heads).argmax(dim=-1)
 
+    def _read(self, graph: Graph) -> Graph:
+        """The argmax graph as the next pass reads it: with ``graph_cycles: drop`` (the authors' code) both arcs
+        of every 2-cycle (x the head of y and y the head of x) left out (head −1: no arc)."""
+        if self.config.graph_cycles != "drop":
+            return graph
+        heads, labels = graph
+        words = torch.arange(1, heads.size(1) + 1, device=heads.device)
+        has_word_head = heads > 0
+        head_of_head = heads.gather(1, (heads - 1).clamp(min=0))  # the head of each word's head (junk for ROOT)
+        cycle = has_word_head & (head_of_head == words[None, :])
+        return heads.masked_fill(cycle, -1), labels
+
     @staticmethod
     def _same(a: Graph, b: Graph, mask: torch.Tensor) -> torch.Tensor:
         """(B,) whether each sentence's two graphs agree on every real word's head and label."""
@@ -150,7 +162,7 @@ class RNGTrNetwork(nn.Module):
                 with torch.no_grad():
                     argmax = self._argmax_graph(hidden, arc)
                     next_graph = (self._tree_graph(hidden, arc, sub["mask"])
-                                  if trees and step + 1 == first_graph_pass else argmax)
+                                  if trees and step + 1 == first_graph_pass else self._read(argmax))
                     summary = (self._tree_graph(hidden, arc, sub["mask"])
                                if trees and step == first_graph_pass else argmax)
                     if before is not None:

@@ -20,23 +20,26 @@ p_R[i, ·] left of i, the span condition l ≤ j ≤ r reduces to r ≥ j when j
 
 Memory is a handful of (B, n, n) tensors: a 300-word sentence needs under 10 MB.
 
-Numerics: the work is done in float64 with the scores centred on the midpoint of the sentence's range of
-s1·h, so e_j ≤ exp(R/2) and W ≤ exp(R/2) for R = s1 × (the sentence's height range): both are exact while
-R ≤ 1400 (exp(700) is finite with room for sums).  Z is accumulated with ``logcumsumexp`` per span start rather
-than as a difference of prefix sums, which would cancel catastrophically.
+Numerics (the work is done in float64).  The fast path takes the sentences whose scores c = s1·h lie within ±600
+(±200 under ``train.compile``, where it is plain ops).  It computes e_j = exp(c_j) as they are, Z[l, r] per span
+start as a cumulative sum of positive terms (no cancellation) and W = 1/Z with its own backward
+(:class:`_InverseSpanSums`, ordered so that no intermediate overflows: exp(600) leaves a factor 10⁴⁸ of room for
+sums).  No score is shifted and no partition function goes through a logarithm: c_j − (a constant) rounds where the
+two differ in magnitude, and log Z ≈ 700 carries a rounding error of 1e-13, which exp turns into a relative error
+of 1e-13 (an earlier version centred the scores and took ``logcumsumexp``, whose backward also cancels a positive
+and a negative part: gradients were 1e-11 off).  Its values and gradients are the authors' function to float64's
+rounding in absolute terms (within 1e-15 of a 50-digit reference, ``tests/test_structformer.py``); only where every
+span's softmax is one-hot to float64 (scores hundreds apart) does a gradient the authors get as exactly 0 come out
+as ~1e-16.
 
-A sentence with R > 1400 (a sharp s1 or a wide height range) would overflow e_j or W; clamping them, as an
-earlier version did, left P wrong by up to 1.0 without a word.  Such sentences take an exact fallback instead
-(:func:`_wide_parent`): the same two sums regrouped so that every exponent is a log-softmax value ≤ 0,
-
-    j ≥ i:  P[i, j] = Σ_{r ≥ j} p_R[i, r] h[i, r] exp(c_j − log Z[i, r]),
-            h[i, r] = Σ_{l ≤ i} p_L[i, l] Z[i, r] / Z[l, r]                       (each ratio ≤ 1)
-    j < i:  P[i, j] = Σ_{l ≤ j} p_L[i, l] k[i, l] exp(c_j − log Z[l, i]),
-            k[i, l] = Σ_{r ≥ i} p_R[i, r] Z[l, i] / Z[l, r]                       (each ratio ≤ 1)
-
-with c = s1·h.  It is O(n³) in time and in temporaries per sentence (elementwise, not matrix products: forward
-and backward of one sentence took 7× the fast path's time at n = 40 and 35× at n = 100 on CPU), computed over
-row blocks and recomputed in backward, so only the affected sentences pay for it.  The authors' float32 O(n⁴) softmax has no such limit, so neither has this.
+Every other sentence (a sharp s1 or a large height, where e_j or W would leave float64) takes the exact fallback
+(:func:`_wide_parent`): the definition's sum as the authors contract it, P[i, j] = Σ_l p_L[i, l] Σ_r p_R[i, r]
+q[l, r, j] with q[l, r, ·] torch's softmax over the span (which subtracts the span's own maximum), so its values
+and gradients have the authors' numerics, down to the exact zeros (clamping the exponents instead, as an early
+version did, left P wrong by up to 1.0 without a word).  It takes O(n⁴) products and O(n³) temporaries per
+sentence, computed over blocks of span starts and recomputed in backward (forward and backward of one sentence
+took 7× the fast path's time at n = 40 and 40× at n = 100 on CPU), so only the affected sentences pay for it.  The
+authors' O(n⁴) softmax has no range limit, so neither has this.
 """
 
 from __future__ import annotations
@@ -45,10 +48,11 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-# exp(±700) is finite in float64 with room for sums of n such terms: the fast path's bound on centred scores
-# (sentences beyond it take the exact fallback, so its clamps never bind on a value that is kept).
-_MAX_EXPONENT = 700.0
-_NEG_EXPONENT = -1e4
+# The fast path's bound on |s1·h|: exp(±600) is finite in float64 with a factor 10⁴⁸ of room for sums of products
+# (sentences beyond it take the exact fallback).  Under torch.compile (train.compile) the fast path is plain ops,
+# whose backward squares the partition functions: ±200 keeps that finite.
+_MAX_EXPONENT = 600.0
+_COMPILED_MAX_EXPONENT = 200.0
 
 
 def span_boundaries(
@@ -73,6 +77,7 @@ def span_boundaries(
     return p_left, p_right
 
 
+
 def parent_distribution(
     distance: torch.Tensor,
     height: torch.Tensor,
@@ -93,24 +98,20 @@ def parent_distribution(
     work = torch.float64
     p_left, p_right = span_boundaries(distance.to(work), height.to(work), sharpness.to(work))
 
-    # Centred head scores; padding gets a finite placeholder (spans reaching padding have zero weight).
-    scores = head_sharpness.to(work) * height.to(work)
-    low = scores.masked_fill(~mask, torch.inf).amin(dim=-1, keepdim=True)
-    high = scores.masked_fill(~mask, -torch.inf).amax(dim=-1, keepdim=True)
-    low = torch.where(torch.isfinite(low), low, torch.zeros_like(low)).detach()
-    high = torch.where(torch.isfinite(high), high, torch.zeros_like(high)).detach()
-    centred = torch.where(mask, scores, low) - (low + high) / 2
-    # Sentences whose exponents would leave float64's range take the exact fallback; the fast path sees tame
+    # Head scores; padding gets a finite placeholder (spans reaching padding have zero weight).
+    scores = torch.where(mask, head_sharpness.to(work) * height.to(work), 0.0)
+    # Sentences whose scores leave the fast path's range take the exact fallback; the fast path sees tame
     # placeholder scores for them, so its discarded values (and their zero gradients) stay finite.
-    wide = (high - low).squeeze(-1) > 2 * _MAX_EXPONENT
+    bound = _COMPILED_MAX_EXPONENT if torch.compiler.is_compiling() else _MAX_EXPONENT
+    wide = (scores.detach().abs() > bound).any(dim=-1)
     if torch.compiler.is_compiling():  # train.compile: the device decides, without a read by the host
-        parent = torch.cond(wide.any(), _with_wide_rows, _without_wide_rows, (p_left, p_right, centred, wide))
+        parent = torch.cond(wide.any(), _with_wide_rows, _without_wide_rows, (p_left, p_right, scores, wide))
     elif bool(wide.any()):
-        parent = _fast_parent(p_left, p_right, centred.masked_fill(wide[:, None], 0.0))
+        parent = _fast_parent(p_left, p_right, scores.masked_fill(wide[:, None], 0.0))
         rows = wide.nonzero().squeeze(-1)
-        parent = parent.index_copy(0, rows, _wide_parent(p_left[rows], p_right[rows], centred[rows]))
+        parent = parent.index_copy(0, rows, _wide_parent(p_left[rows], p_right[rows], scores[rows]))
     else:
-        parent = _fast_parent(p_left, p_right, centred)
+        parent = _fast_parent(p_left, p_right, scores)
 
     root = parent.diagonal(dim1=1, dim2=2) * mask
     pair_real = mask[:, :, None] & mask[:, None, :]
@@ -118,83 +119,99 @@ def parent_distribution(
     return parent.to(out_dtype), root.to(out_dtype)
 
 
-def _with_wide_rows(p_left: torch.Tensor, p_right: torch.Tensor, centred: torch.Tensor,
+def _with_wide_rows(p_left: torch.Tensor, p_right: torch.Tensor, scores: torch.Tensor,
                     wide: torch.Tensor) -> torch.Tensor:
     """Under ``torch.compile``: P where some sentence is wide, the fallback computed for every row (a batch's
     row count may not depend on the data in a compiled graph) and taken for the wide ones."""
-    fast = _fast_parent(p_left, p_right, centred.masked_fill(wide[:, None], 0.0))
-    return torch.where(wide[:, None, None], _wide_parent(p_left, p_right, centred), fast)
+    fast = _fast_parent(p_left, p_right, scores.masked_fill(wide[:, None], 0.0))
+    return torch.where(wide[:, None, None], _wide_parent(p_left, p_right, scores), fast)
 
 
-def _without_wide_rows(p_left: torch.Tensor, p_right: torch.Tensor, centred: torch.Tensor,
+def _without_wide_rows(p_left: torch.Tensor, p_right: torch.Tensor, scores: torch.Tensor,
                        wide: torch.Tensor) -> torch.Tensor:
-    return _fast_parent(p_left, p_right, centred)
+    return _fast_parent(p_left, p_right, scores)
 
 
-def _fast_parent(p_left: torch.Tensor, p_right: torch.Tensor, centred: torch.Tensor) -> torch.Tensor:
-    """P with its diagonal (the root mass) by the two batched matmuls; exact while every sentence's centred
-    scores lie within ±700."""
-    width = centred.size(-1)
-    index = torch.arange(width, device=centred.device)
+class _InverseSpanSums(torch.autograd.Function):
+    """W[l, r] = 1 / Z[l, r], Z[l, r] = Σ_{l ≤ k ≤ r} exp(c_k) (0 for r < l), for scores |c| ≤ 600 (B, n).
+
+    Z is a cumulative sum of positive terms per span start (no cancellation).  Backward: ∂W[l, r]/∂c_k =
+    −W[l, r]² e_k for l ≤ k ≤ r, summed as e_k Σ_{l ≤ k} Σ_{r ≥ k} (−(G W)[l, r] W[l, r]): autograd's own order
+    (G·W², then the sums) would square W up to exp(1200) and overflow, and a logarithmic form loses 1e-13."""
+
+    @staticmethod
+    def forward(ctx, scores: torch.Tensor) -> torch.Tensor:  # type: ignore[no-untyped-def, override]
+        width = scores.size(-1)
+        index = torch.arange(width, device=scores.device)
+        in_span = index[None, :] >= index[:, None]  # [l, r]
+        e = scores.exp()
+        sums = (e[:, None, :] * in_span).cumsum(dim=-1)
+        inverse = torch.where(in_span, 1.0 / sums.masked_fill(~in_span, 1.0), 0.0)
+        ctx.save_for_backward(e, inverse)
+        return inverse
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # type: ignore[no-untyped-def, override]
+        e, inverse = ctx.saved_tensors
+        width = e.size(-1)
+        index = torch.arange(width, device=e.device)
+        in_span = index[None, :] >= index[:, None]
+        weighted = (grad * inverse).mul_(inverse).neg_()  # ∂L/∂Z[l, r]; 0 for r < l
+        tails = weighted.flip(-1).cumsum(dim=-1).flip(-1).masked_fill_(~in_span, 0.0)  # [l, k]: Σ_{r ≥ k}
+        return (tails * e[:, None, :]).sum(dim=1)
+
+
+def _fast_parent(p_left: torch.Tensor, p_right: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """P with its diagonal (the root mass) by the two batched matmuls, for scores within ±600."""
+    width = scores.size(-1)
+    index = torch.arange(width, device=scores.device)
     in_span = index[None, :] >= index[:, None]  # [l, k]: word k at or right of span start l
-    span_logits = centred[:, None, :].masked_fill(~in_span, _NEG_EXPONENT)
-    log_z = torch.logcumsumexp(span_logits, dim=-1)  # log Z[l, r] (junk for r < l)
-    inv_z = torch.exp(torch.where(in_span, -log_z, _NEG_EXPONENT).clamp(max=_MAX_EXPONENT))
-    word_score = torch.exp(centred.clamp(max=_MAX_EXPONENT))  # e_j
+    if torch.compiler.is_compiling():  # plain ops, which the compiler traces (scores within ±200, see above)
+        sums = (scores.exp()[:, None, :] * in_span).cumsum(dim=-1)
+        inv_z = torch.where(in_span, 1.0 / sums.masked_fill(~in_span, 1.0), 0.0)
+    else:
+        inv_z = _InverseSpanSums.apply(scores)
+    word_score = scores.exp()  # e_j
 
     upper = (p_right * torch.bmm(p_left, inv_z)).flip(-1).cumsum(-1).flip(-1)
     lower = (p_left * torch.bmm(p_right, inv_z.transpose(1, 2))).cumsum(-1)
     return word_score[:, None, :] * torch.where(in_span, upper, lower)
 
 
-# Row block of the fallback: about this many elements per (rows, n, n) temporary.
+# Block of the fallback: about this many elements per (starts, n, n) temporary.
 _WIDE_BLOCK_ELEMENTS = 1 << 22
 
 
-def _wide_parent(p_left: torch.Tensor, p_right: torch.Tensor, centred: torch.Tensor) -> torch.Tensor:
-    """P with its diagonal for sentences of any score range (see the module docstring), in row blocks; under
-    autograd each block is recomputed in backward rather than its (rows, n, n) temporaries kept."""
-    batch, width = centred.shape
-    index = torch.arange(width, device=centred.device)
-    # log Z[l, r] for r ≥ l; the words left of l get a score far below every real one (a fixed −1e4 would not
-    # do: here the scores themselves may lie below it).
-    floor = centred.amin(dim=-1, keepdim=True).detach() - 1e4
-    span_logits = torch.where(index[None, :] >= index[:, None], centred[:, None, :], floor[:, :, None])
-    log_z = torch.logcumsumexp(span_logits, dim=-1)
+def _wide_parent(p_left: torch.Tensor, p_right: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """P with its diagonal for sentences of any score range: the definition's sum as the authors contract it,
+    P[i, j] = Σ_l p_L[i, l] Σ_r p_R[i, r] q[l, r, j] with q[l, r, ·] the softmax of the span [l, r]'s scores
+    (torch's softmax, which subtracts the span's own maximum: the authors' numerics, values and gradients), in
+    blocks of span starts (O(n⁴) products, O(n³) temporaries per block's worth); under autograd each block is
+    recomputed in backward rather than its (starts, n, n) temporaries kept."""
+    batch, width = scores.shape
+    index = torch.arange(width, device=scores.device)
     step = max(1, _WIDE_BLOCK_ELEMENTS // max(1, batch * width * width))
-    blocks = []
+    parent = None
     for start in range(0, width, step):
-        rows = index[start : start + step]
-        args = (p_left[:, rows], p_right[:, rows], centred, log_z, rows)
-        if torch.is_grad_enabled() and not torch.compiler.is_compiling() and any(t.requires_grad for t in args[:4]):
-            blocks.append(checkpoint(_wide_rows, *args, use_reentrant=False))
-        else:
-            blocks.append(_wide_rows(*args))
-    return torch.cat(blocks, dim=1)
+        starts = index[start : start + step]
+        args = (p_left[:, :, starts], p_right, scores, starts)
+        block = (checkpoint(_wide_block, *args, use_reentrant=False)
+                 if torch.is_grad_enabled() and not torch.compiler.is_compiling()
+                 and any(t.requires_grad for t in args[:3]) else _wide_block(*args))
+        parent = block if parent is None else parent + block
+    assert parent is not None
+    return parent
 
 
-def _wide_rows(p_left: torch.Tensor, p_right: torch.Tensor, centred: torch.Tensor, log_z: torch.Tensor,
-               rows: torch.Tensor) -> torch.Tensor:
-    """Rows ``rows`` of the fallback's P: ``p_left``/``p_right`` (B, rows, n), ``log_z`` (B, n, n)."""
-    index = torch.arange(centred.size(-1), device=centred.device)
-    i = rows[:, None, None]
-    first, second = index[None, :, None], index[None, None, :]  # the two trailing axes
-
-    def exp_where(valid: torch.Tensor, exponent: torch.Tensor) -> torch.Tensor:
-        return exponent.masked_fill(~valid, -torch.inf).exp()
-
-    z_from_i = log_z[:, rows]  # [b, i, r] = log Z[i, r]
-    z_to_i = log_z[:, :, rows].transpose(1, 2)  # [b, i, l] = log Z[l, i]
-    # j ≥ i.  h[i, r] = Σ_l p_L[i, l] Z[i, r] / Z[l, r] over (i, l, r).
-    ratio = exp_where((first <= i) & (second >= i), z_from_i[:, :, None, :] - log_z[:, None, :, :])
-    h = (p_left[:, :, :, None] * ratio).sum(dim=2)
-    # [b, i, j, r] = exp(c_j − log Z[i, r]) for i ≤ j ≤ r
-    softmax = exp_where((first >= i) & (second >= first), centred[:, None, :, None] - z_from_i[:, :, None, :])
-    upper = torch.einsum("bir,bijr->bij", p_right * h, softmax)
-    # j < i.  k[i, l] = Σ_r p_R[i, r] Z[l, i] / Z[l, r] over (i, l, r).
-    ratio = exp_where((first <= i) & (second >= i), z_to_i[:, :, :, None] - log_z[:, None, :, :])
-    k = (p_right[:, :, None, :] * ratio).sum(dim=3)
-    # [b, i, j, l] = exp(c_j − log Z[l, i]) for l ≤ j < i
-    softmax = exp_where((first < i) & (second <= first), centred[:, None, :, None] - z_to_i[:, :, None, :])
-    lower = torch.einsum("bil,bijl->bij", p_left * k, softmax)
-    return upper + lower
+def _wide_block(p_left: torch.Tensor, p_right: torch.Tensor, scores: torch.Tensor,
+                starts: torch.Tensor) -> torch.Tensor:
+    """The span starts ``starts``' share of P: Σ_{l ∈ starts} p_L[i, l] Σ_r p_R[i, r] q[l, r, j], with
+    ``p_left`` (B, n, starts) their columns of p_L."""
+    index = torch.arange(scores.size(-1), device=scores.device)
+    l = starts[:, None, None]
+    r, j = index[None, :, None], index[None, None, :]
+    in_span = (j >= l) & (j <= r)  # [l, r, j]; spans with r < l are empty: their rows are never weighted
+    logits = scores[:, None, None, :].masked_fill(~in_span, -torch.inf)
+    q = torch.softmax(logits.masked_fill(~(r >= l), 0.0), dim=-1).masked_fill(~(r >= l), 0.0)  # (B, l, r, j)
+    through = torch.matmul(p_right[:, None], q)  # [b, l, i, j] = Σ_r p_R[i, r] q[l, r, j]
+    return torch.einsum("bil,blij->bij", p_left, through)
