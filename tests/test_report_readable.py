@@ -17,9 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from depinduce.cli.main import cli
+from cli_support import ok
 from training_support import make_data, register_plugin
 
 TRAIN = ["--model", "tiny-mlm", "--threads", "1", "--quiet", "--set", "epochs=3", "--set", "batch_tokens=200",
@@ -28,9 +27,7 @@ FORMATS = ("table", "markdown", "latex", "csv", "json")
 
 
 def _invoke(*args: str) -> str:
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exit_code == 0, (result.output, result.exception)
-    return result.stdout
+    return ok(list(args))
 
 
 @pytest.fixture(scope="module")
