@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from depinduce.version import __version__
 
 _API = ("load", "evaluate", "train", "Parser", "ParsedSentence", "Evaluation", "write", "convert", "list_runs",
         "Predictions", "Token", "list_models", "model_catalog", "ModelCatalog", "preprocess", "PreprocessOptions",

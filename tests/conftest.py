@@ -13,6 +13,20 @@ NLTK_DATA = SHARED / "nltk_data"
 EWT = SHARED / "data" / "ud" / "UD_English-EWT"
 
 
+# The fixtures below that skip without ../shared.  A test that asks for one, directly or through another
+# fixture, carries the ``corpus`` marker (:func:`pytest_collection_modifyitems`), so ``-m "not corpus"`` never
+# keeps a test that needs the corpora because its author forgot the mark.  A test module whose own fixtures skip
+# without ../shared names them in ``LOCAL_CORPUS_FIXTURES``.
+CORPUS_FIXTURES = frozenset({"nltk_data", "ewt_dir", "ptb_sample", "german_dev"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        needs = CORPUS_FIXTURES | set(getattr(getattr(item, "module", None), "LOCAL_CORPUS_FIXTURES", ()))
+        if needs & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.corpus)
+
+
 def _require(path: Path) -> Path:
     if not path.exists():
         pytest.skip(f"needs {path} (the read-only ../shared data beside the checkout), which is absent")

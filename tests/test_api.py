@@ -177,6 +177,7 @@ def trained_runs(ptb_slice: Path, tmp_path_factory: pytest.TempPathFactory) -> d
             for name, config in TINY_BACKENDS.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TINY_BACKENDS))
 def test_trained_backends_parse_and_score_as_the_cli(ptb: Path, trained_runs: dict[str, Path], tmp_path: Path,
                                                      name: str, capsys) -> None:

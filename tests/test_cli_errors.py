@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.lower_bounds  # click's option parsing, quickly (scripts/check_lower_bounds.py)
+
 DATA = Path(__file__).parent / "data" / "io"
 GOOD = "1\tDogs\t_\tNOUN\tNNS\t_\t2\tnsubj\t_\t_\n2\tbark\t_\tVERB\tVBP\t_\t0\troot\t_\t_\n\n"
 

@@ -148,6 +148,7 @@ def test_the_cuda_graph_modes_say_what_they_do_off_cuda() -> None:
     assert _config("compile=cudagraphs").execution.compile == "cudagraphs"
 
 
+@pytest.mark.slow
 def test_twenty_steps_under_compile_cudagraphs_match_eager(one_thread) -> None:
     """``compile: cudagraphs`` off CUDA: AOTAutograd's graphs of the static-shape step, run as they are."""
     with device_route():
@@ -323,6 +324,7 @@ def _eager_and_compiled(model: torch.nn.Module, mode: str, backend: str, objecti
     return exact, traced
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("route", ["cpu", "device"])
 @pytest.mark.parametrize("name", ["structformer", "udgn", "prpn", "probformer"])
 def test_twenty_compiled_steps_match_twenty_eager_steps(name: str, route: str, one_thread) -> None:

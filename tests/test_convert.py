@@ -72,6 +72,7 @@ def test_ud_gold_with_multiword_tokens_converts_and_scores_identically(german: P
         (s.words, s.heads, s.deprels, s.upos, s.xpos) for s in original]
 
 
+@pytest.mark.slow
 def test_ptb_gold_keeps_the_word_tag_filter_without_its_comment(ptb_sample: Path, tmp_path: Path) -> None:
     gold = ptb_sample / "test.conllu"
     stripped = write(tmp_path / "stripped.conllu", without_comments(gold.read_text(encoding="utf-8")))

@@ -27,8 +27,9 @@ from depinduce.training.engine import trainable_class
 from depinduce.training.objectives import LossModule, objective_for
 from training_support import make_data, make_ud_data
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
-                                reason="no CUDA device here (these run on a GPU machine: README, Benchmarks)")
+pytestmark = [pytest.mark.cuda,
+              pytest.mark.skipif(not torch.cuda.is_available(),
+                                 reason="no CUDA device here (these run on a GPU machine: README, Benchmarks)")]
 
 # Small networks, dropout off (the two devices draw different masks); every other switch at its default.
 SMALL: dict[str, dict[str, object]] = {

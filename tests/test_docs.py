@@ -53,6 +53,7 @@ def _run_page(page: Path, workdir: Path) -> int:
     return ran
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", ["getting-started.md", "api.md"])
 def test_page_code_blocks_run(page: str, tmp_path: Path) -> None:
     assert _run_page(DOCS / page, tmp_path) > 0
@@ -107,6 +108,7 @@ def test_site_problems_are_caught() -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
                     reason="mkdocs is not installed (pip install -e '.[docs]'); CI builds the site strictly")
+@pytest.mark.slow
 def test_site_builds_strictly_and_renders(tmp_path: Path) -> None:
     """`mkdocs build --strict` (a broken link, a missing anchor or a page outside the nav fails), then every
     built page checked for what the Markdown hides (:func:`site_problems`)."""

@@ -21,6 +21,8 @@ from depinduce.errors import (
 )
 from training_support import make_data, tiny_plugin  # noqa: F401
 
+pytestmark = pytest.mark.lower_bounds  # click's exceptions and exit codes, quickly (scripts/check_lower_bounds.py)
+
 PACKAGE = Path(__file__).resolve().parents[1] / "depinduce"
 IO_DATA = Path(__file__).parent / "data" / "io"
 

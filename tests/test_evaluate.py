@@ -14,6 +14,8 @@ from depinduce.errors import DepinduceError, InputError
 from depinduce.metrics import evaluate, render_table
 from depinduce.metrics.evaluate import length_bucket, model_view
 
+pytestmark = pytest.mark.lower_bounds  # numpy in scoring, quickly (scripts/check_lower_bounds.py)
+
 # "Hello , world !" — gold: Hello <- "," <- world (root), "!" <- world.
 # Removing "," and "!" re-attaches Hello to ","'s head, world: stripped gold heads [2, 0].
 HELLO = ["Hello", ",", "world", "!"]

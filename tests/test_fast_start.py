@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.lower_bounds  # click's lazy help, quickly (scripts/check_lower_bounds.py)
+
 HEAVY = ("torch", "numpy")
 
 # Prints {"heavy": [...], "helps": {command path: {"text", "exit", "decoder"}}} for the group and every command

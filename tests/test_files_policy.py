@@ -135,6 +135,7 @@ def _parse(run_dir: Path, env: dict[str, str], **kwargs) -> str:
     return one_line(run(["parse", "--model", "run", "in.txt"], run_dir.parent, env=env, **kwargs))
 
 
+@pytest.mark.slow
 def test_a_hostile_vocab_json_is_one_line_naming_it(tiny_run: tuple[Path, Path, dict[str, str]]) -> None:
     run_dir, _, env = tiny_run
     vocab = run_dir / "vocab.json"

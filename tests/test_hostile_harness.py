@@ -254,6 +254,7 @@ def test_a_read_only_run_folder_is_one_line(trained: Path, space: Path, tmp_path
         assert str(ro / "run") in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_preprocess_killed_at_random_points_leaves_no_partial_dataset(tmp_path: Path, sig: int) -> None:
     text = big_text(tmp_path / "big.txt", 60_000)
@@ -276,6 +277,7 @@ def test_preprocess_killed_at_random_points_leaves_no_partial_dataset(tmp_path: 
         assert not list(tmp_path.glob(f".{out.name}.*.partial"))
 
 
+@pytest.mark.slow
 def test_train_killed_at_random_points_resumes_or_starts_over(space: Path, tmp_path: Path,
                                                               tiny_plugin: Path) -> None:  # noqa: F811
     env = subprocess_env(tiny_plugin)
@@ -725,6 +727,7 @@ def _wait_for(condition: Any, seconds: float = 60) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.0, 5.0])  # the seeds' start-up, and their training
 def test_a_stopped_jobs_call_says_what_is_true(space: Path, tmp_path: Path, tiny_plugin: Path,  # noqa: F811
                                                delay: float) -> None:
@@ -755,6 +758,7 @@ def test_a_stopped_jobs_call_says_what_is_true(space: Path, tmp_path: Path, tiny
     assert resumed.returncode == 0, resumed.stderr
 
 
+@pytest.mark.slow
 def test_seeds_never_outlive_a_killed_jobs_call(space: Path, tmp_path: Path, tiny_plugin: Path) -> None:  # noqa: F811
     env = subprocess_env(tiny_plugin)
     out = tmp_path / "seeds"

@@ -168,6 +168,7 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+@pytest.mark.slow
 def test_a_50000_token_sentence(work: Path) -> None:
     n = 50_000
     lines = [f"{i}\tw{i}\t_\tNOUN\t_\t_\t{i + 1 if i < n else 0}\tdep\t_\t_" for i in range(1, n + 1)]
@@ -184,6 +185,7 @@ def test_a_50000_token_sentence(work: Path) -> None:
         "memory grows with the square of the length, and the limit is 1,000 words (--max-words N raises it)")
 
 
+@pytest.mark.slow
 def test_a_tree_too_deep_for_brackets(work: Path) -> None:
     (work / "long.txt").write_text(" ".join(f"w{i}" for i in range(10_500)) + "\n", encoding="utf-8")
     line = one_line(run(["parse", "--model", "right-branching", "--format", "brackets", "long.txt"], work))
@@ -336,6 +338,7 @@ def test_the_lock_dies_with_its_process(work: Path) -> None:
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_two_trainings_into_one_run_directory(tiny_run) -> None:
     run_dir, data, env = tiny_run
     first = subprocess.Popen([sys.executable, "-m", "depinduce", "train", "--data", str(data), "--out", "second",

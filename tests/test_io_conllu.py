@@ -16,6 +16,8 @@ from depinduce.structures.sentence import Sentence
 from depinduce.io import format_conllu, parse_conllu_text, read_sentences, write_sentences
 from depinduce.io.conllu_format import space_after_from_text
 
+pytestmark = pytest.mark.lower_bounds  # conllu, quickly (scripts/check_lower_bounds.py)
+
 DATA = Path(__file__).parent / "data" / "io"
 
 

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "depinduce"
 
 # top-level module or folder of depinduce -> level (higher levels may import lower ones)
 LEVELS: dict[str, int] = {
-    "errors": 0, "checksum": 0, "display": 0,
+    "errors": 0, "checksum": 0, "display": 0, "version": 0,
     "structures": 1, "locking": 1,
     "io": 2,
     "data": 3,

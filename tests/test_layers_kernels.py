@@ -144,6 +144,7 @@ print(used() - start)
 """
 
 
+@pytest.mark.slow
 def test_the_backends_bound_the_bfloat16_product_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """ideep keeps a primitive per bfloat16 product shape (``LRU_CACHE_CAPACITY``, 1024 by default): ~55 MB of
     live heap over 200 shapes here.  The backends' cap of 32 entries stops it at ~9 MB; a value the user set is

@@ -75,6 +75,7 @@ def test_split_sizes_and_reference_counts(sample_dir: Path) -> None:
     assert len(txt) == 555  # WSJ10: 542 sentences of 2-10 words (docs/evaluation-protocol.md) and 13 one-word ones
 
 
+@pytest.mark.slow
 def test_the_sample_gets_browns_text_by_default(nltk_data: Path, tmp_path: Path) -> None:
     """Without --sample-only, NLTK's Brown corpus joins the training view only (dev and test are the sample's,
     Brown's one sentence that is also in dev or test is dropped) and the vocabulary keeps its 10,000 most

@@ -151,6 +151,7 @@ def test_span_models_refuse_probabilities_in_one_line(ewt: list[Sentence]) -> No
         Parser(RightBranching()).parse(ewt, probs=True, fmt="brackets")
 
 
+@pytest.mark.slow
 def test_conllu_appends_headprob_to_misc_and_jsonl_carries_the_distributions(tmp_path: Path) -> None:
     text = tmp_path / "in.txt"
     text.write_text("I saw Sarah, with a telescope.\nDon't go!\n", encoding="utf-8")

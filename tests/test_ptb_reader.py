@@ -25,6 +25,8 @@ from depinduce.data.ptb import (
 )
 from depinduce.errors import DepinduceError, InputError
 
+pytestmark = pytest.mark.lower_bounds  # nltk's treebank reader, quickly (scripts/check_lower_bounds.py)
+
 TWO_TREES = """
 ( (S
     (NP-SBJ-1 (NNP Vinken) )

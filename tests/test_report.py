@@ -20,6 +20,8 @@ from depinduce.api.reporting import build_report
 from depinduce.api.reporting.papers import paper_figures
 from training_support import make_data, one_thread, tiny_plugin  # noqa: F401 (fixtures)
 
+pytestmark = pytest.mark.lower_bounds  # rich's tables and tqdm, quickly (scripts/check_lower_bounds.py)
+
 TRAIN = ["--model", "tiny-mlm", "--threads", "1", "--quiet", "--set", "epochs=2", "--set", "batch_tokens=200",
          "--set", "lr=1e-2", "--set", "select=dev_uda"]
 METRICS = ("dda", "uda", "uf1_sentence", "uf1_corpus", "perplexity")

@@ -89,6 +89,7 @@ def data(tmp_path: Path) -> Path:
     return make_data(tmp_path / "data", n_train=150, n_dev=20, gold_dev=False)
 
 
+@pytest.mark.slow
 def test_seeds_under_torchrun_share_one_process_group(tmp_path: Path, data: Path, tiny_plugin: Path) -> None:
     out = tmp_path / "runs"
     result = subprocess.run(
@@ -105,6 +106,7 @@ def test_seeds_under_torchrun_share_one_process_group(tmp_path: Path, data: Path
     assert result.stderr.count("training tiny-mlm") == 2
 
 
+@pytest.mark.slow
 def test_a_killed_rank_ends_the_others(tmp_path: Path, data: Path, tiny_plugin: Path) -> None:
     """One node: torchrun ends the other ranks at once.  Two "nodes": the surviving node's rank notices the
     closed connection and ends with one line instead of a traceback."""
@@ -137,6 +139,7 @@ def test_a_killed_rank_ends_the_others(tmp_path: Path, data: Path, tiny_plugin: 
     assert not any('depinduce/' in text and "Traceback" in text for text in errors), errors
 
 
+@pytest.mark.slow
 def test_two_nodes_train_as_two_ranks_on_one(tmp_path: Path, data: Path, tiny_plugin: Path) -> None:
     train = ["--model", "tiny-mlm", "--data", str(data), "--device", "cpu", "--threads", "1", "--quiet",
              "--set", "epochs=2", "--set", "seed=3", *SETS]
@@ -163,6 +166,7 @@ def test_two_nodes_train_as_two_ranks_on_one(tmp_path: Path, data: Path, tiny_pl
     assert (a["step"], a["tokens_seen"], a["dev_loss"]) == (b["step"], b["tokens_seen"], b["dev_loss"])
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_seeds_at_the_first(tmp_path: Path, data: Path, tiny_plugin: Path) -> None:
     out = tmp_path / "runs"
     process = subprocess.Popen(_train("--model", "tiny-mlm", "--data", str(data), "--out", str(out), "--device", "cpu",
@@ -176,6 +180,7 @@ def test_ctrl_c_stops_seeds_at_the_first(tmp_path: Path, data: Path, tiny_plugin
     assert f"seed 1 not started; continue all with `depinduce train --resume --out {out} --seeds 0,1`" in stderr
 
 
+@pytest.mark.slow
 def test_jobs_run_seeds_at_once_each_as_alone(tmp_path: Path, data: Path, tiny_plugin: Path) -> None:
     env = subprocess_env(tiny_plugin)
     common = ["--model", "tiny-mlm", "--data", str(data), "--device", "cpu", "--threads", "1", "--set", "epochs=3",
@@ -222,6 +227,7 @@ def test_jobs_read_each_seeds_progress_lines(tmp_path: Path) -> None:
     assert sum(seed_jobs.speed_of(job.progress) for job in jobs) == 2000.0
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_every_job(tmp_path: Path, data: Path, tiny_plugin: Path) -> None:
     out = tmp_path / "runs"
     process = subprocess.Popen(_train("--model", "tiny-mlm", "--data", str(data), "--out", str(out), "--device", "cpu",
@@ -246,6 +252,7 @@ def _docs_block(heading: str) -> str:
     raise AssertionError(f"no page of the documentation holds {heading!r}")
 
 
+@pytest.mark.slow
 def test_documented_slurm_array_script_and_report(tmp_path: Path, tiny_plugin: Path) -> None:
     data = make_data(tmp_path / "data", n_train=150, n_dev=20)
     shutil.copy(data / "dev.conllu", data / "test.conllu")

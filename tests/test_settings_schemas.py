@@ -160,6 +160,7 @@ def test_a_seed_never_started_resumes_on_its_siblings_data_and_budget(tmp_path: 
     assert manifest["runs"][-1]["outcome"]["reason"] == "max_tokens"
 
 
+@pytest.mark.slow
 def test_a_run_stopped_by_sigterm_exits_143_and_is_recorded_as_interrupted(tmp_path: Path, data: Path,
                                                                           tiny_plugin: Path) -> None:
     out = tmp_path / "run"

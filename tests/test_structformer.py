@@ -27,6 +27,8 @@ from dropout_support import drawn_dropout_masks
 from depinduce.structures.mst import chu_liu_edmonds
 from depinduce.training.objectives import MaskedLM
 
+pytestmark = pytest.mark.lower_bounds  # torch, quickly (scripts/check_lower_bounds.py)
+
 TINY = {"hidden_size": 16, "n_layers": 2, "n_heads": 4, "ff_size": 32, "conv_size": 3, "max_positions": 64}
 F64 = torch.float64
 

@@ -18,6 +18,8 @@ from depinduce.training.config import TrainConfig, load_recipe, resolve_config
 from depinduce.training.engine import TrainOptions, train, trainable_class
 from training_support import REPO, TinyConfig, make_data, one_thread, tiny_plugin  # noqa: F401 (fixtures)
 
+pytestmark = pytest.mark.lower_bounds  # pyyaml and pydantic, quickly (scripts/check_lower_bounds.py)
+
 
 def _resolve(recipe: dict | None = None, *sets: str, model: str | None = "tiny-mlm", seed: int | None = None):
     return resolve_config(model_name=model, model_config_class=TinyConfig, recipe=recipe, overrides=sets, seed=seed)

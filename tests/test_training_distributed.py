@@ -20,6 +20,7 @@ from training_support import TinyConfig, TinyMLM, make_data, subprocess_env, tin
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch built without distributed")
 
 
+@pytest.mark.slow
 def test_two_cpu_ranks_train_in_sync(tmp_path: Path, tiny_plugin: Path) -> None:
     data = make_data(tmp_path / "data", n_train=150, n_dev=20, gold_dev=False)
     run = tmp_path / "run"

@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from depinduce.training.engine import TrainOptions, train
@@ -46,6 +47,7 @@ def _wait_for_mid_epoch_checkpoint(proc: subprocess.Popen, last: Path, timeout: 
     raise AssertionError("no mid-epoch checkpoint appeared")
 
 
+@pytest.mark.slow
 def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(tmp_path: Path, tiny_plugin: Path,
                                                                     one_thread) -> None:
     data = make_data(tmp_path / "data", n_train=200, n_dev=20, gold_dev=False)

@@ -51,6 +51,7 @@ def readme_lines() -> tuple[list[str], list[str]]:
     return four, [line.split("#")[0].strip() for line in files.splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_the_four_lines_as_written(tmp_path: Path, nltk_data: Path) -> None:
     """README's four lines, verbatim but for a token budget on line 2 (CI's minutes), with README's two commands
     that make input.txt and gold.conllu from data/ptb: the run ends with its dev figures beside right-branching's,
@@ -211,6 +212,7 @@ def test_unfinished_runs_are_not_chosen(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------- MaltEval-safe output
 
 
+@pytest.mark.corpus
 def test_default_conllu_is_malteval_safe_and_full_ud_validates(tmp_path: Path) -> None:
     """CoNLL-U input with multiword tokens (French GSD): the default output has only syntactic words and no
     comments; --full-ud keeps the UD form, which passes the UD validator."""
@@ -240,6 +242,7 @@ def test_default_conllu_is_malteval_safe_and_full_ud_validates(tmp_path: Path) -
     assert [c[1:8] for c in words_full] == [c[1:8] for c in words_plain]
 
 
+@pytest.mark.slow
 def test_punctuation_is_marked_and_blank_lines_are_named(tmp_path: Path) -> None:
     (tmp_path / "in.txt").write_text("Hello , world !\n\nGood morning .\n\n\n", encoding="utf-8")
     result = run(["parse", "--model", "right-branching", "in.txt"], tmp_path)

@@ -12,7 +12,7 @@ import copy
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cached_property
 from itertools import islice
 from os import PathLike
@@ -32,7 +32,7 @@ from depinduce.models.bundled import default_model_choice
 from depinduce.models.registry import load_model
 from depinduce.api.checks import checked_record
 from depinduce.api.words import python_words
-from depinduce.api.results import ParsedSentence, Predictions, Token, write
+from depinduce.api.results import ParsedSentence, Predictions, write
 from depinduce.api.scoring import Evaluation, corpus_sentences, evaluate
 from depinduce.training.outcome import RunOutcome, run_outcome
 from depinduce.pipeline import (

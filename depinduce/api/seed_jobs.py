@@ -35,6 +35,7 @@ from typing import Any
 
 from depinduce.display import printable, say, shell_command
 from depinduce.errors import DepinduceError, RecipeError, ResourceError
+from depinduce.io.filenames import CONFIG_FILE, MANIFEST_FILE, METRICS_FILE
 from depinduce.training.budget_bar import PROGRESS_EVERY, ProgressLine
 from depinduce.training.signals import stop_signals_handled
 from depinduce.data.run_files import read_manifest, read_metrics
@@ -111,7 +112,7 @@ def resume_hint(parent: Path, seeds: list[int], stopped: list[int], unstarted: l
     if unstarted:
         parts.append(f"{seeds_of(unstarted)} not started")
     what = "stopped on request: " + ", ".join(parts)
-    if not any((parent / SEED_FOLDER.format(seed=seed) / "config.yaml").is_file() for seed in seeds):
+    if not any((parent / SEED_FOLDER.format(seed=seed) / CONFIG_FILE).is_file() for seed in seeds):
         return f"{what}; no seed saved its settings, so there is nothing to resume: run the same command again"
     command = shell_command("depinduce", "train", "--resume", "--out", parent, "--seeds", ",".join(map(str, seeds)))
     return f"{what}; continue all with `{command}`"
@@ -323,7 +324,7 @@ def _forwarded_signals(jobs: dict[int, _Job], state: dict[str, int]) -> Iterator
 def _ending(run: Path) -> str | None:
     """How the seed's run ended, from its manifest (None: no outcome recorded, or no readable manifest)."""
     try:
-        runs = read_manifest(run / "manifest.json")["runs"]
+        runs = read_manifest(run / MANIFEST_FILE)["runs"]
     except DepinduceError:
         return None
     return (runs[-1].get("outcome") or {}).get("reason") if runs else None
@@ -335,7 +336,7 @@ def _together(runs: list[Path]) -> float:
     total = 0.0
     for run in runs:
         try:
-            records = read_metrics(run / "metrics.jsonl")
+            records = read_metrics(run / METRICS_FILE)
         except DepinduceError:
             continue
         record = records[-1] if records else {}

@@ -24,6 +24,7 @@ from depinduce.api.seed_jobs import (SEED_FOLDER, STOP_EXIT_CODES, SeedRun, Trai
                                     setting_strings)
 from depinduce.api.words import python_words
 from depinduce.display import say as shown, shell_command
+from depinduce.io.filenames import CONFIG_FILE, LAST_FILE, MANIFEST_FILE
 from depinduce.training.budgets import parse_token_count
 from depinduce.errors import (DepinduceError, NotFoundError, RecipeError, ResourceError, RunDirectoryError,
                               UsageError)
@@ -76,7 +77,7 @@ def train(model: str | None = None, data: str | PathLike[str] | None = None, out
                      max_tokens=budgets.max_tokens, init_train=init_train, init_dev=init_dev, warm_start=warm_start,
                      encoder_path=encoder_path, quiet=quiet, force=force,
                      seed_group=tuple(seed_group) if seed_group is not None else None, recipe_values=overrides)
-    if seeds is None and resume and out is not None and not (Path(out) / "config.yaml").is_file():
+    if seeds is None and resume and out is not None and not (Path(out) / CONFIG_FILE).is_file():
         seeds = recorded_seeds(Path(out))  # OUT holds the seed-K runs of one --seeds call: all of them
     if seeds is not None:
         if seed is not None:
@@ -194,7 +195,7 @@ def _parent_dir(model: str | None, recipe: str | PathLike[str] | None, out: str 
 def _ended_for_good(run_dir: Path) -> bool:
     """The run's last (re)start ended completed or stopped early: a resume has nothing left to do in it."""
     try:
-        runs = read_manifest(run_dir / "manifest.json")["runs"]
+        runs = read_manifest(run_dir / MANIFEST_FILE)["runs"]
     except DepinduceError:  # none yet, or damaged: the resume itself says which
         return False
     return bool(runs) and (runs[-1].get("outcome") or {}).get("reason") in _DONE
@@ -214,7 +215,7 @@ def recorded_seeds(parent: Path) -> list[int] | None:
         return None
     seeds: list[int] = []
     for run in sorted(parent.glob(SEED_DIR.format(seed="*"))):
-        recorded = _settings(run) if (run / "manifest.json").exists() else None
+        recorded = _settings(run) if (run / MANIFEST_FILE).exists() else None
         for seed in (recorded.seeds or []) if recorded is not None else []:
             if seed not in seeds:
                 seeds.append(seed)
@@ -266,7 +267,7 @@ def _train_seeds(call: TrainCall, seeds: list[int], *, jobs: int | None) -> list
 def _seed_plan(call: TrainCall, parent: Path, seeds: list[int]) -> list[SeedRun]:
     """What each seed's run does: start, resume, start from a sibling's config (never started), or nothing."""
     runs = [parent / SEED_DIR.format(seed=seed) for seed in seeds]
-    sibling = next((run / "config.yaml" for run in runs if (run / "config.yaml").is_file()), None)
+    sibling = next((run / CONFIG_FILE for run in runs if (run / CONFIG_FILE).is_file()), None)
     if call.resume and sibling is None:
         raise RunDirectoryError(f"{parent}: holds none of the runs {', '.join(r.name for r in runs)}; nothing to "
                                 "resume (start them without --resume)")
@@ -276,7 +277,7 @@ def _seed_plan(call: TrainCall, parent: Path, seeds: list[int]) -> list[SeedRun]
                        threads=call.threads, max_time=call.max_time, max_tokens=call.max_tokens, seed_group=group)
     fresh = common  # a seed never started joins the others: their data folder and budgets, unless given
     if call.resume:
-        started = next((told for run in runs if (run / "manifest.json").exists()
+        started = next((told for run in runs if (run / MANIFEST_FILE).exists()
                         and (told := _settings(run)) is not None), None)
         if started is not None:
             fresh = replace(common, data=call.data if call.data is not None else started.data_dir,
@@ -287,7 +288,7 @@ def _seed_plan(call: TrainCall, parent: Path, seeds: list[int]) -> list[SeedRun]
         one: TrainCall | None
         if call.resume and _ended_for_good(run):
             one = None
-        elif call.resume and (run / "config.yaml").is_file() and (run / "last.pt").is_file():
+        elif call.resume and (run / CONFIG_FILE).is_file() and (run / LAST_FILE).is_file():
             one = replace(common, out=run, recipe=None, resume=True)
         elif call.resume:  # never started, or stopped before its first checkpoint: (re)started as its siblings
             one = replace(fresh, out=run, recipe=sibling, seed=seed, force=folder_kind(run) == "run")
@@ -306,7 +307,7 @@ def stop_exit_code(runs: Sequence[Path]) -> int:
         return STOP_EXIT_CODES.get(stop, 1)
     for run in runs:
         try:
-            starts = read_manifest(run / "manifest.json")["runs"]
+            starts = read_manifest(run / MANIFEST_FILE)["runs"]
         except DepinduceError:
             continue
         outcome = (starts[-1].get("outcome") or {}) if starts else {}

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import depinduce
 from depinduce.data.normalize import overlap_key
 from depinduce.data.ptb import SPLITS
 from depinduce.data.punct import PunctRule
@@ -19,8 +18,10 @@ from depinduce.data.staging import staged_output, write_lines, write_manifest
 from depinduce.data.text import check_pretokenized, read_nltk_corpus, read_pretokenized_file, read_text_file
 from depinduce.data.vocab import SPECIALS, Vocab
 from depinduce.errors import UsageError
+from depinduce.io.filenames import MANIFEST_FILE, TRAIN_TXT, VOCAB_FILE
 from depinduce.io.lines import display_name
 from depinduce.structures.sentence import Sentence
+from depinduce.version import __version__
 
 SHORT_MAX_WORDS = 10
 
@@ -81,13 +82,13 @@ def write_dataset(out: Path, dataset: Dataset, options: PreprocessOptions, log: 
             _write_forms(tmp, split, items, views, trees=dataset.trees, nopunct=not options.keep_punct)
             counts[split].update(_split_counts(items, views, vocab))
         if "train" not in splits:
-            write_lines(tmp / "train.txt", (" ".join(v) for v in train_views))
+            write_lines(tmp / TRAIN_TXT, (" ".join(v) for v in train_views))
             counts["train"].update(_split_counts([], train_views, vocab))
         _write_forms(tmp, dataset.short_name, short, [r.view for r in short], trees=dataset.trees,
                      nopunct=not options.keep_punct)
-        vocab.save(tmp / "vocab.json")
+        vocab.save(tmp / VOCAB_FILE)
         write_manifest(tmp, {
-            "depinduce_version": depinduce.__version__,
+            "depinduce_version": __version__,
             "command": dataset.command,
             "source": dataset.source,
             "options": options.as_dict(),
@@ -103,7 +104,7 @@ def write_dataset(out: Path, dataset: Dataset, options: PreprocessOptions, log: 
     for split, c in counts.items():
         log(f"{split}: {c['sentences']} sentences, {c['words']} words in the model's view")
     log(f"{dataset.short_name}: {len(short)} sentences; vocabulary: {len(vocab)} entries; written to {out}")
-    return json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    return json.loads((out / MANIFEST_FILE).read_text(encoding="utf-8"))
 
 
 def _write_forms(

@@ -85,14 +85,6 @@ def try_read_json(path: str | PathLike[str], limit: int = SETTINGS_MAX_BYTES) ->
         return None
 
 
-def read_jsonl_lines(path: str | PathLike[str]) -> list[str]:
-    """The lines of a bounded ``metrics.jsonl`` (an empty list when it is missing or not a bounded file)."""
-    try:
-        return read_text_file(path, "metrics file", METRICS_MAX_BYTES).splitlines()
-    except DepinduceError:
-        return []
-
-
 class _UniqueKeyLoader(yaml.SafeLoader):
     """YAML's safe loader, except that a key given twice in one mapping is an error (PyYAML silently keeps the
     last value, so a recipe could say one thing and run another), and that anchors, aliases and nesting deeper

@@ -52,7 +52,6 @@ from typing import Any
 
 from tqdm import tqdm
 
-import depinduce
 from depinduce.data.dataset import (SHORT_MAX_WORDS, Dataset, Log, filter_rendered, quiet, training_view,
                                     write_dataset)
 from depinduce.data.headrules import get_head_rules
@@ -66,7 +65,9 @@ from depinduce.data.ud import check_training_view, find_treebank_files, language
 from depinduce.data.vocab import SPECIALS, Vocab
 from depinduce.errors import UsageError
 from depinduce.io.conllu_format import SentIds
+from depinduce.io.filenames import MANIFEST_FILE, TRAIN_TXT, VOCAB_FILE
 from depinduce.structures.sentence import Sentence
+from depinduce.version import __version__
 
 # ------------------------------------------------------------------------------------------- entry points
 
@@ -232,10 +233,10 @@ def _preprocess_text(
     counts.update({"sentences": len(views), "words": sum(len(v) for v in views),
                    "unknown_words": sum(1 for v in views for w in v if w not in vocab)})
     with staged_output(out, options.force) as tmp:
-        write_lines(tmp / "train.txt", (" ".join(v) for v in views))
-        vocab.save(tmp / "vocab.json")
+        write_lines(tmp / TRAIN_TXT, (" ".join(v) for v in views))
+        vocab.save(tmp / VOCAB_FILE)
         write_manifest(tmp, {
-            "depinduce_version": depinduce.__version__,
+            "depinduce_version": __version__,
             "command": "text",
             "source": {"kind": "text", "inputs": list(inputs), "nltk_corpus": nltk_corpus,
                        "sentence_splitting": "one per line" if options.one_per_line else "rule-based"},
@@ -248,7 +249,7 @@ def _preprocess_text(
         })
     log(f"train: {counts['sentences']} sentences, {counts['words']} words; vocabulary: {len(vocab)} entries; "
         f"written to {out}")
-    return json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    return json.loads((out / MANIFEST_FILE).read_text(encoding="utf-8"))
 
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from depinduce.checksum import sha256_file
 from depinduce.display import say
 from depinduce.errors import ResourceError, UsageError
+from depinduce.io.filenames import MANIFEST_FILE
 from depinduce.io.outputs import DATASET_FORMAT, check_replaceable_folder
 from depinduce.locking import check_force_target, exclusive, make_parent
 
@@ -100,7 +101,7 @@ def write_manifest(folder: Path, manifest: dict[str, object]) -> None:
     """Add the checksum of every file already in ``folder`` and write ``manifest.json`` beside them."""
     manifest["files"] = {p.name: {"sha256": sha256_file(p), "bytes": p.stat().st_size} for p in sorted(folder.iterdir())}
     text = json.dumps({"format": DATASET_FORMAT, **manifest}, indent=2, ensure_ascii=False) + "\n"
-    (folder / "manifest.json").write_text(text, encoding="utf-8")
+    (folder / MANIFEST_FILE).write_text(text, encoding="utf-8")
 
 
 def locked(command: str, out: str | Path, inputs: Sequence[str | Path | None], force: bool,

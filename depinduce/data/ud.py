@@ -24,6 +24,7 @@ from pathlib import Path
 
 from conllu.models import Token, TokenList
 
+from depinduce.io.filenames import MANIFEST_FILE
 from depinduce.structures.sentence import Sentence
 from depinduce.errors import InputError, NotFoundError, UsageError
 from depinduce.data.files import try_read_json
@@ -183,7 +184,7 @@ def training_view_note(data_dir: str | Path) -> str | None:
 
     Read from the folder's ``manifest.json``; a folder without one (or an older one) has no such note.
     """
-    manifest = try_read_json(Path(data_dir) / "manifest.json")
+    manifest = try_read_json(Path(data_dir) / MANIFEST_FILE)
     view = manifest.get("training_view") if isinstance(manifest, dict) else None
     if not isinstance(view, dict) or not view.get("transductive"):
         return None

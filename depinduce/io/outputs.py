@@ -25,6 +25,7 @@ from typing import IO, Any
 
 from depinduce import display
 from depinduce.errors import NotFoundError, ResourceError, RunDirectoryError, UsageError
+from depinduce.io.filenames import MANIFEST_FILE
 
 DATASET_FORMAT = "depinduce-dataset"
 RUN_FORMAT = "depinduce-run"
@@ -205,7 +206,7 @@ def written_file(path: str | os.PathLike[str], force: bool,
 
 
 def _manifest(folder: Path) -> dict[str, Any] | None:
-    path = folder / "manifest.json"
+    path = folder / MANIFEST_FILE
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MANIFEST_MAX_BYTES:
@@ -234,7 +235,7 @@ def _foreign_entries(folder: Path) -> list[str]:
     """Entries of a dataset folder its manifest does not list (what the user put there)."""
     listed = (_manifest(folder) or {}).get("files")
     known = set(listed) if isinstance(listed, dict) else set()
-    return sorted(p.name for p in folder.iterdir() if p.name != "manifest.json" and p.name not in known)
+    return sorted(p.name for p in folder.iterdir() if p.name != MANIFEST_FILE and p.name not in known)
 
 
 def check_replaceable_folder(folder: str | os.PathLike[str], force: bool, kind: str,

@@ -18,6 +18,7 @@ from typing import Any
 from depinduce.checksum import sha256_file
 from depinduce.data.run_files import read_card, read_manifest, read_run_config
 from depinduce.errors import DepinduceError, ModelError
+from depinduce.io.filenames import CONFIG_FILE, MANIFEST_FILE, MODEL_FILE
 
 BUNDLED_NAME = "default"
 RUNS_DIR = Path("runs")
@@ -41,7 +42,7 @@ def verified_bundled_dir() -> Path:
     """The bundled model's folder, after checking ``model.pt`` against the checksum on its card."""
     folder = bundled_dir()
     expected = model_card().get("model_sha256")
-    weights = folder / "model.pt"
+    weights = folder / MODEL_FILE
     if not weights.is_file() or sha256_file(weights) != expected:
         raise ModelError(f"{weights}: missing or does not match its card's sha256; reinstall depinduce")
     return folder
@@ -52,13 +53,13 @@ def _finished(run_dir: Path) -> float | None:
     its latest start has no 'finished' record).  A run stopped by its budget or by Ctrl-C/SIGTERM counts: it
     stopped cleanly and kept its best model; ``parse`` then says how it ended and how good it is.  A damaged
     manifest or config is an :class:`InputError` naming the file and the field."""
-    if not (run_dir / "model.pt").is_file() or not (run_dir / "config.yaml").is_file():
+    if not (run_dir / MODEL_FILE).is_file() or not (run_dir / CONFIG_FILE).is_file():
         return None
-    manifest = run_dir / "manifest.json"
+    manifest = run_dir / MANIFEST_FILE
     if not manifest.exists():
         return None
     runs = read_manifest(manifest)["runs"]
-    read_run_config(run_dir / "config.yaml")
+    read_run_config(run_dir / CONFIG_FILE)
     if not runs or "finished" not in runs[-1]:
         return None
     return manifest.stat().st_mtime

@@ -152,7 +152,7 @@ class LikelihoodBackend(ObjectiveContract):
 
 
 class EMBackend(ObjectiveContract):
-    """Batch EM (the DMV): ``depinduce train`` runs :class:`depinduce.training.em.EMTrainer`, not gradient
+    """Batch EM (the DMV): ``depinduce train`` runs :class:`depinduce.training.em.EMLoop`, not gradient
     steps.  ``build_vocab`` and ``tag_column`` are read on the class, before any model exists."""
 
     objective = "em"

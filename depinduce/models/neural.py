@@ -33,6 +33,7 @@ from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
 from depinduce.display import quote
 from depinduce.errors import InputError, ModelError, NotFoundError, RecipeError, ResourceError
+from depinduce.io.filenames import CONFIG_FILE, MODEL_FILE, TAGS_FILE, VOCAB_FILE
 from depinduce.models.base import Backend, ParseScores
 from depinduce.models.layers.kernels import rows_linear
 from depinduce.models.lazy import forward_attributes
@@ -91,7 +92,7 @@ def _blame_vocab(model: torch.nn.Module, state: Mapping[str, torch.Tensor], run_
                for k, want in enumerate(expected[key].shape) if want != tensor.shape[k] and want == size]
     differing = [key for key, tensor in state.items() if key in expected and expected[key].shape != tensor.shape]
     if trained and len(trained) >= len(differing):
-        raise InputError(run_dir / "vocab.json", None, f"has {size:,} entries, but {run_dir / 'model.pt'} was "
+        raise InputError(run_dir / VOCAB_FILE, None, f"has {size:,} entries, but {run_dir / MODEL_FILE} was "
                                                        f"trained on a vocabulary of {trained[0]:,}: it is not this "
                                                        "run's vocabulary")
 
@@ -155,18 +156,18 @@ class NeuralBackend(Backend, torch.nn.Module):
                 f"model '{cls.name}' must be trained first: pass a run directory made by "
                 f"'depinduce train --model {cls.name}' to --model"
             )
-        config_path = run_dir / "config.yaml"
+        config_path = run_dir / CONFIG_FILE
         config = read_run_config(config_path)
-        vocab = Vocab.load(run_dir / "vocab.json")
-        tags = TagVocab.load(run_dir / "tags.json") if cls.needs_tags else None
+        vocab = Vocab.load(run_dir / VOCAB_FILE)
+        tags = TagVocab.load(run_dir / TAGS_FILE) if cls.needs_tags else None
         model = cls.from_config(config.get("model_config"), vocab, where=str(config_path), tags=tags)
-        state = load_state_dict(run_dir / "model.pt")
+        state = load_state_dict(run_dir / MODEL_FILE)
         try:
             model.load_state_dict(state)
         except RuntimeError as exc:
             _blame_vocab(model, state, run_dir, len(vocab))
             first = str(exc).strip().splitlines()[0]
-            raise ModelError(f"{run_dir / 'model.pt'}: does not fit the configured model ({first})") from exc
+            raise ModelError(f"{run_dir / MODEL_FILE}: does not fit the configured model ({first})") from exc
         train = config.get("train")
         if isinstance(train, dict) and isinstance(train.get("decoder"), str):
             model.default_decoder = train["decoder"]  # the run's dev evaluation's (parse's, if it gives trees)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from depinduce.data.run_files import read_run_config
 from depinduce.errors import ModelError
+from depinduce.io.filenames import CONFIG_FILE, MODEL_FILE
 from depinduce.models.bundled import BUNDLED_NAME, model_card, verified_bundled_dir
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ def backend_class(name: str) -> type[Backend]:
 
 def run_dir_model_name(run_dir: Path) -> str:
     """The backend name recorded in a run directory's ``config.yaml`` (key ``model``)."""
-    config_path = run_dir / "config.yaml"
+    config_path = run_dir / CONFIG_FILE
     if not config_path.is_file():
         raise ModelError(f"{run_dir}: not a run directory (no config.yaml)")
     return read_run_config(config_path)["model"]
@@ -178,7 +179,7 @@ def load_model(name_or_run_dir: str, *, device: str = "cpu", seed: int = 0) -> B
     if not path.is_dir():
         return backend_class(name_or_run_dir).load(None, device=device, seed=seed)
     backend = backend_class(run_dir_model_name(path)).load(path, device=device, seed=seed)
-    check_finite_weights(backend, path / "model.pt")
+    check_finite_weights(backend, path / MODEL_FILE)
     if bundled:  # its decoder was chosen on EWT dev after training, so the card, not config.yaml, names it
         backend.default_decoder = model_card().get("decoder", backend.default_decoder)
     return backend

@@ -28,11 +28,6 @@ def is_preterminal(node: Tree) -> bool:
     return node.label() != "" and len(node) == 1 and isinstance(node[0], str)
 
 
-def tree_leaves(tree: Tree) -> list[str]:
-    """Words of a tree in order (preterminal tags are not words)."""
-    return [leaf for leaf in tree.leaves()]
-
-
 def tree_tags(tree: Tree) -> list[str | None]:
     """The preterminal tag above each word, None for words directly under a phrase (unlabelled trees)."""
     tags: list[str | None] = []

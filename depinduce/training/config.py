@@ -26,6 +26,7 @@ from typing import Any
 from depinduce.data.files import dump_yaml, load_yaml, read_text_file
 from depinduce.display import quote, shorten
 from depinduce.errors import InputError, RecipeError, RunDirectoryError, UsageError
+from depinduce.io.filenames import CONFIG_FILE
 from depinduce.training.settings.groups import (  # noqa: F401 (the metric sets: the engine imports them from here)
     CONSTITUENCY_METRICS, DEPENDENCY_METRICS, GROUP_OF, GROUPS, LABELLED_METRICS, LOWER_IS_BETTER, SelectMetric,
 )
@@ -186,7 +187,7 @@ def load_run_config(run_dir: Path, model_config_class_for: Any) -> ResolvedConfi
 
     ``model_config_class_for`` maps the recorded model name to its hyperparameter dataclass.
     """
-    path = run_dir / "config.yaml"
+    path = run_dir / CONFIG_FILE
     if not path.is_file():
         raise RunDirectoryError(f"{run_dir}: not a run directory (no config.yaml); nothing to resume")
     data = load_recipe(path)

@@ -30,6 +30,7 @@ from depinduce.data.punct import sentence_punct_mask
 from depinduce.data.vocab import Vocab
 from depinduce.errors import InputError, ModelError, RecipeError, UsageError
 from depinduce.io.conllu_format import read_conllu
+from depinduce.io.filenames import TRAIN_CONLLU, VOCAB_FILE
 from depinduce.models.contracts import EMBackend
 from depinduce.models.views import visible_sentence
 from depinduce.structures.sentence import Sentence
@@ -54,11 +55,11 @@ class EMLoop:
     def __init__(self, options: TrainOptions, context: distributed.DistContext, log: Log) -> None:
         if context.distributed:
             raise UsageError("EM training (objective 'em') runs in one process; run it without torchrun")
-        self.run = run = TrainingRun(options, context, log, data_file="train.conllu",
+        self.run = run = TrainingRun(options, context, log, data_file=TRAIN_CONLLU,
                                      made_by="`depinduce preprocess ptb` (or ud)")
         self.log, cfg, model_class = log, run.train_config, run.model_class
 
-        train_file = run.data_dir / "train.conllu"
+        train_file = run.data_dir / TRAIN_CONLLU
         # the words and tags ``parse`` shows the model: punctuation hidden by the same rule
         sentences = [visible_sentence(s, sentence_punct_mask(s)) for s in read_conllu(str(train_file))]
         max_length = cfg.batches.max_length
@@ -74,7 +75,7 @@ class EMLoop:
             self.vocab = Vocab.load(run.dir.vocab)
         else:
             self.vocab = model_class.build_vocab(sentences, model_config,
-                                                 Vocab.load(run.data_dir / "vocab.json").normalization)
+                                                 Vocab.load(run.data_dir / VOCAB_FILE).normalization)
         torch.manual_seed(cfg.execution.seed)  # EM itself draws nothing; the seed is recorded for the contract
         model = model_class.from_config(run.config.model_config, self.vocab, where=str(run.dir.config))
         self.model: Any = model.to(context.device)

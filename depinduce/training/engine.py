@@ -30,6 +30,7 @@ from pathlib import Path
 import click
 
 from depinduce.errors import NotFoundError, UsageError
+from depinduce.io.filenames import CONFIG_FILE
 from depinduce.training import defaults, distributed
 from depinduce.training.budgets import RESERVE_SHARE, capped_reserve, fmt_minutes, fmt_tokens
 from depinduce.training.config import load_recipe
@@ -91,7 +92,7 @@ def train(options: TrainOptions, log: Log = _stderr) -> TrainResult:
 
 def loop_class(options: TrainOptions) -> type[GradientLoop] | type[EMLoop]:
     """The gradient loop, or for objective ``em`` (the DMV) EM with the same run (:mod:`.em`)."""
-    config = Path(options.run_dir) / "config.yaml" if options.resume and options.run_dir else None
+    config = Path(options.run_dir) / CONFIG_FILE if options.resume and options.run_dir else None
     recipe = config if config is not None and config.is_file() else options.recipe
     name = options.model or (load_recipe(recipe).get("model") if recipe is not None else None)
     if isinstance(name, str) and trainable_class(name).capabilities.objective == "em":

@@ -20,6 +20,7 @@ from typing import Any
 from tqdm import tqdm
 
 from depinduce.data.punct import sentence_punct_mask
+from depinduce.io.filenames import DEV_CONLLU, DEV_TREES
 from depinduce.structures.dependency import reattach, subtree_spans
 from depinduce.structures.sentence import Sentence
 from depinduce.structures.spans import spans_to_tree
@@ -47,7 +48,7 @@ class DevTreebank:
 
     @classmethod
     def load(cls, data_dir: Path) -> "DevTreebank":
-        conllu, trees = data_dir / "dev.conllu", data_dir / "dev.trees"
+        conllu, trees = data_dir / DEV_CONLLU, data_dir / DEV_TREES
         dependencies = read_sentences(conllu, fmt="conllu") if conllu.is_file() else None
         constituents = read_sentences(trees, fmt="brackets") if trees.is_file() else None
         if dependencies is not None and not any(s.heads for s in dependencies):
@@ -109,11 +110,11 @@ def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str,
                          sent_id=s.sent_id, line=s.line) for s in gold]
         hidden = [sentence_punct_mask(s) for s in pred]  # before the parse marks punctuation in UPOS
         _parsed(pred, backend, ParseRequest(fmt="conllu", decoder=decoder, batch_size=PARSE_BATCH,
-                                            source=dev.source("dev.conllu")),
+                                            source=dev.source(DEV_CONLLU)),
                 what="dependencies", progress=progress, init=None if init is None else [init[k] for k in order])
         if dev.trees and "dev_uf1" in wanted and init is None:
             trees = trees_from_heads(backend, dict(zip(order, zip(pred, hidden))), dev.trees)
-        metrics = evaluate(gold, pred, gold_path=dev.source("dev.conllu"), pred_path="model").metrics()
+        metrics = evaluate(gold, pred, gold_path=dev.source(DEV_CONLLU), pred_path="model").metrics()
         out.update(dev_dda=metrics["dda"], dev_uda=metrics["uda"], dev_root_accuracy=metrics["root_accuracy"],
                    dev_well_formed=metrics["well_formed"])
         if "dev_las" in wanted:
@@ -126,9 +127,9 @@ def parsing_metrics(backend: Backend, dev: DevTreebank, *, decoder: str,
         else:
             pred = [_tree_input(s) for s in gold]
             _parsed(pred, backend, ParseRequest(fmt="brackets", decoder=decoder, batch_size=PARSE_BATCH,
-                                                source=dev.source("dev.trees")),
+                                                source=dev.source(DEV_TREES)),
                     what="trees", progress=progress)
-        metrics = evaluate(gold, pred, gold_path=dev.source("dev.trees"), pred_path="model").metrics()
+        metrics = evaluate(gold, pred, gold_path=dev.source(DEV_TREES), pred_path="model").metrics()
         out.update(dev_uf1=metrics["uf1_sentence"], dev_uf1_corpus=metrics["uf1_corpus"])
     return out
 

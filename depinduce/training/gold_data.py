@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from depinduce.io.filenames import DEV_CONLLU, TRAIN_CONLLU, VOCAB_FILE
 from depinduce.structures.sentence import Sentence
 from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
@@ -99,16 +100,16 @@ def load_gold_data(data_dir: str | Path, *, vocab: Vocab | None = None, tags: Ta
     ``vocab`` and ``tags`` so the indices mean what they meant in training.
     """
     folder = Path(data_dir)
-    train_path = folder / "train.conllu"
+    train_path = folder / TRAIN_CONLLU
     if not train_path.is_file():
         raise NotFoundError(f"{folder}: no train.conllu; supervised training needs a folder made by "
                             "`depinduce preprocess ud`")
     train_sentences = read_gold_sentences(train_path)
     if vocab is None:
-        vocab = build_word_vocab(train_sentences, Vocab.load(folder / "vocab.json"))
+        vocab = build_word_vocab(train_sentences, Vocab.load(folder / VOCAB_FILE))
     if tags is None:
         tags = TagVocab.build(train_sentences)
-    dev_path = folder / "dev.conllu"
+    dev_path = folder / DEV_CONLLU
     dev_sentences = read_gold_sentences(dev_path) if dev_path.is_file() else None
     return GoldData(
         vocab=vocab,

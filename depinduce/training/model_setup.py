@@ -14,6 +14,7 @@ from depinduce.data.files import VOCAB_MAX_BYTES, read_text_file
 from depinduce.data.tags import TagVocab
 from depinduce.data.vocab import Vocab
 from depinduce.errors import ModelError, RecipeError
+from depinduce.io.filenames import VOCAB_FILE
 from depinduce.models.neural import NeuralBackend, load_state_dict
 from depinduce.training.config import load_run_config
 from depinduce.training.gold_data import GoldData, load_gold_data
@@ -36,7 +37,7 @@ def vocabularies(run: TrainingRun) -> tuple[Vocab, TagVocab | None, GoldData | N
         gold = load_gold_data(run.data_dir, vocab=Vocab.load(run.dir.vocab) if resume else None,
                               tags=TagVocab.load(run.dir.tags) if resume else None)
         return gold.vocab, gold.tags, gold
-    return Vocab.load(run.dir.vocab if resume else run.data_dir / "vocab.json"), None, None
+    return Vocab.load(run.dir.vocab if resume else run.data_dir / VOCAB_FILE), None, None
 
 
 def training_data_for(run: TrainingRun, objective: Objective, vocab: Vocab, gold: GoldData | None,

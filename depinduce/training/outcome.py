@@ -19,6 +19,7 @@ from depinduce.data.run_files import read_manifest, read_metrics
 from depinduce.display import printable, shell_command
 from depinduce.errors import DepinduceError
 from depinduce.io import read_sentences
+from depinduce.io.filenames import DEV_CONLLU, DEV_TREES, MANIFEST_FILE, METRICS_FILE
 from depinduce.io.outputs import RUN_FORMAT
 
 if TYPE_CHECKING:
@@ -135,14 +136,14 @@ def run_outcome(run_dir: str | Path, *, measure: bool = True) -> RunOutcome | No
     recorded (a run from before they were; parsing the dev set costs seconds), else leave them out.  A run whose
     manifest or metrics are damaged is an :class:`InputError` naming the file and the field."""
     path = Path(run_dir)
-    raw = try_read_json(path / "manifest.json")
+    raw = try_read_json(path / MANIFEST_FILE)
     if not isinstance(raw, dict) or raw.get("format") != RUN_FORMAT:
         return None
-    manifest = read_manifest(path / "manifest.json")
+    manifest = read_manifest(path / MANIFEST_FILE)
     starts = manifest.get("runs") or [{}]
     last = starts[-1] if isinstance(starts[-1], dict) else {}
     outcome = last.get("outcome") if "finished" in last and isinstance(last.get("outcome"), dict) else {}
-    records = _records(path / "metrics.jsonl")
+    records = _records(path / METRICS_FILE)
     chosen = next((r for r in reversed(records) if r.get("best")), None)
     select = outcome.get("select") or (chosen or {}).get("select")
     step = outcome.get("step") if outcome else (records[-1].get("step") if records else None)
@@ -175,7 +176,7 @@ def dev_comparison(run_dir: str | Path) -> str | None:
     UDA 49.5 UF1 40.5 · above right-branching in DDA, UDA``; None when the run has no parsing figures on dev.
     Test data are never read: a run is chosen and judged on dev alone."""
     path = Path(run_dir)
-    records = _records(path / "metrics.jsonl")
+    records = _records(path / METRICS_FILE)
     chosen = next((r for r in reversed(records) if r.get("best")), None)
     if chosen is None:
         return None
@@ -183,7 +184,7 @@ def dev_comparison(run_dir: str | Path) -> str | None:
     ours = {name: value for name, value in ours.items() if value is not None}
     if not ours:
         return None
-    recorded = (read_manifest(path / "manifest.json").get("baselines") or {}).get(BASELINE) or {}
+    recorded = (read_manifest(path / MANIFEST_FILE).get("baselines") or {}).get(BASELINE) or {}
     theirs = {name: _number_or_none(recorded.get(key)) for key, name in LAST_LINE_METRICS if name in ours}
     line = f"dev (selected model, step {chosen.get('step')}): " + " ".join(f"{n} {v:.1f}" for n, v in ours.items())
     if all(value is not None for value in theirs.values()):
@@ -209,7 +210,7 @@ def _measured_baseline(manifest: dict[str, Any], metric: str) -> float | None:
     was trained with (the manifest's checksum); else None."""
     data = manifest.get("data") or {}
     folder, files = data.get("dir"), data.get("files") or {}
-    name = "dev.trees" if metric.startswith("dev_uf1") else "dev.conllu"
+    name = DEV_TREES if metric.startswith("dev_uf1") else DEV_CONLLU
     recorded = files.get(name) if isinstance(files, dict) else None
     if not isinstance(folder, str) or not isinstance(recorded, dict):
         return None
@@ -222,8 +223,8 @@ def _measured_baseline(manifest: dict[str, Any], metric: str) -> float | None:
     from depinduce.training.evaluation import DevTreebank  # torch: only for old runs
 
     try:
-        sentences = read_sentences(dev_file, fmt="brackets" if name == "dev.trees" else "conllu")
-        dev = DevTreebank(trees=sentences) if name == "dev.trees" else DevTreebank(dependencies=sentences)
+        sentences = read_sentences(dev_file, fmt="brackets" if name == DEV_TREES else "conllu")
+        dev = DevTreebank(trees=sentences) if name == DEV_TREES else DevTreebank(dependencies=sentences)
         return _number_or_none(baseline_metrics(dev).get(metric))
     except DepinduceError:  # a dev file this version cannot read: say nothing rather than fail the command
         return None

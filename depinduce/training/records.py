@@ -19,9 +19,6 @@ from depinduce.display import printable_lines
 from depinduce.errors import ResourceError
 from depinduce.io.outputs import append_file, kept_folder, write_failure
 
-LOG_NAME = "train.log"
-TENSORBOARD_DIR = "tensorboard"
-
 Log = Callable[[str], None]
 
 

@@ -29,23 +29,18 @@ from typing import Any
 
 import torch
 
-import depinduce
 from depinduce.display import json_text
 from depinduce.checksum import sha256_file
 from depinduce.data.files import VOCAB_MAX_BYTES, read_text_file, try_read_json
 from depinduce.data.run_files import read_manifest as read_run_manifest, read_metrics as read_run_metrics
 from depinduce.errors import DepinduceError, ResourceError, RunDirectoryError, UsageError
+from depinduce.io.filenames import (CONFIG_FILE, DATA_FILES, LAST_FILE, MANIFEST_FILE, METRICS_FILE, MODEL_FILE,
+                                    RUN_FILES, TAGS_FILE, TENSORBOARD_DIR, VOCAB_FILE)
 from depinduce.locking import absolute
 from depinduce.io.outputs import (RUN_FORMAT, append_file, check_replaceable_folder, folder_kind, kept_file,
                                   write_failure)
 from depinduce.training.checkpoint import atomic_write_text
-from depinduce.training.records import TENSORBOARD_DIR
-
-RUN_FILES = ("config.yaml", "vocab.json", "tags.json", "model.pt", "last.pt", "metrics.jsonl", "manifest.json",
-             "train.log")
-MANIFEST_FORMAT = RUN_FORMAT
-# The DATA_DIR files a run reads (when present); their checksums tie the run to its data.
-DATA_FILES = ("train.txt", "vocab.json", "dev.txt", "dev.conllu", "dev.trees", "train.conllu")
+from depinduce.version import __version__
 
 
 def check_run_dir(run_dir: Path, *, force: bool, resume: bool, data_dir: Path | None = None) -> None:
@@ -71,9 +66,9 @@ def check_resumable(run_dir: Path) -> None:
     """``--resume`` needs a run with a checkpoint; the refusal says what the folder is and what may be done."""
     if not run_dir.exists():
         raise RunDirectoryError(f"{run_dir}: no such run; nothing to resume (start it without --resume)")
-    if not (run_dir / "config.yaml").is_file():
+    if not (run_dir / CONFIG_FILE).is_file():
         raise RunDirectoryError(f"{run_dir}: not a run directory (no config.yaml); nothing to resume")
-    last = run_dir / "last.pt"
+    last = run_dir / LAST_FILE
     if last.exists() and not last.is_file():
         raise RunDirectoryError(f"{last}: is not a file; the run's checkpoint must be a file")
     for name in RUN_FILES:  # before any work: a link out of the run is refused now, not at the first write
@@ -85,7 +80,7 @@ def check_resumable(run_dir: Path) -> None:
 
 
 def _resumable(run_dir: Path) -> bool:
-    return (run_dir / "config.yaml").is_file() and (run_dir / "last.pt").is_file()
+    return (run_dir / CONFIG_FILE).is_file() and (run_dir / LAST_FILE).is_file()
 
 
 def clear_run_files(run_dir: Path) -> None:
@@ -186,7 +181,7 @@ class RecordedSettings:
 def recorded_settings(run_dir: Path) -> RecordedSettings | None:
     """The settings in ``run_dir``'s manifest; None when it has none (killed before its first checkpoint wrote
     one); a damaged manifest is a one-line :class:`RunDirectoryError`."""
-    if not (run_dir / "manifest.json").exists():
+    if not (run_dir / MANIFEST_FILE).exists():
         return None
     manifest = RunDir(run_dir).read_manifest()
     told = manifest.get("settings") or {}
@@ -221,31 +216,31 @@ class RunDir:
 
     @property
     def config(self) -> Path:
-        return self.path / "config.yaml"
+        return self.path / CONFIG_FILE
 
     @property
     def vocab(self) -> Path:
-        return self.path / "vocab.json"
+        return self.path / VOCAB_FILE
 
     @property
     def tags(self) -> Path:
-        return self.path / "tags.json"
+        return self.path / TAGS_FILE
 
     @property
     def model(self) -> Path:
-        return self.path / "model.pt"
+        return self.path / MODEL_FILE
 
     @property
     def last(self) -> Path:
-        return self.path / "last.pt"
+        return self.path / LAST_FILE
 
     @property
     def metrics(self) -> Path:
-        return self.path / "metrics.jsonl"
+        return self.path / METRICS_FILE
 
     @property
     def manifest(self) -> Path:
-        return self.path / "manifest.json"
+        return self.path / MANIFEST_FILE
 
     # ---------------------------------------------------------------------------------------- starting
 
@@ -259,10 +254,10 @@ class RunDir:
             reason = "a file is in the way" if isinstance(exc, (FileExistsError, NotADirectoryError)) else exc.strerror
             raise ResourceError(f"{self.path}: cannot create the run directory ({reason or exc})") from None
         if not self.manifest.exists():  # first: a run killed at any later point is still known as depinduce's
-            self.write_manifest({"format": MANIFEST_FORMAT, "runs": []})
+            self.write_manifest({"format": RUN_FORMAT, "runs": []})
         atomic_write_text(self.config, config_yaml)
         atomic_write_text(self.vocab, vocab_json if vocab_json is not None
-                          else read_text_file(data_dir / "vocab.json", "vocabulary", VOCAB_MAX_BYTES))
+                          else read_text_file(data_dir / VOCAB_FILE, "vocabulary", VOCAB_MAX_BYTES))
         if tags_json is not None:
             atomic_write_text(self.tags, tags_json)
         self.metrics.touch()
@@ -288,18 +283,18 @@ class RunDir:
             manifest.setdefault("runs", []).append(entry)
             manifest["settings"] = dict(settings)
         else:
-            data_manifest = data_dir / "manifest.json"
+            data_manifest = data_dir / MANIFEST_FILE
             source = None
             described = try_read_json(data_manifest)
             if isinstance(described, dict):
                 source = {"command": described.get("command"), "source": described.get("source"),
                           "manifest_sha256": sha256_file(data_manifest)}
             manifest = {
-                "format": MANIFEST_FORMAT,
+                "format": RUN_FORMAT,
                 "model": model,
                 "seed": seed,
                 "versions": {
-                    "depinduce": depinduce.__version__,
+                    "depinduce": __version__,
                     "python": platform.python_version(),
                     "torch": torch.__version__,
                     "platform": platform.platform(),

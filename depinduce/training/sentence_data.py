@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from depinduce.data.vocab import Vocab
+from depinduce.io.filenames import DEV_TXT, TRAIN_TXT
 from depinduce.training import batching, distributed
 from depinduce.training.config import TrainConfig
 from depinduce.training.corpus_loss import sentence_loss, text_inputs
@@ -26,10 +27,10 @@ class SentenceData:
     def __init__(self, data_dir: Path, vocab: Vocab, objective: Objective, cfg: TrainConfig,
                  context: distributed.DistContext, log: Callable[[str], None]) -> None:
         self.vocab, self.objective, self.context = vocab, objective, context
-        self.train_rows = batching.read_corpus(data_dir / "train.txt", vocab)
+        self.train_rows = batching.read_corpus(data_dir / TRAIN_TXT, vocab)
         self.batches = LengthBatches([len(r) for r in self.train_rows], cfg, is_main=context.is_main, log=log)
         self.n_batches = self.batches.n_batches
-        dev_path = data_dir / "dev.txt"
+        dev_path = data_dir / DEV_TXT
         self.dev_rows = batching.read_corpus(dev_path, vocab) if dev_path.is_file() else None
         self.dev_masks = None
         if self.dev_rows is not None and objective.name == "mlm":

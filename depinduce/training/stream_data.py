@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from depinduce.data.vocab import Vocab
+from depinduce.io.filenames import DEV_TXT, TRAIN_TXT
 from depinduce.training import batching, distributed
 from depinduce.training.config import TrainConfig
 from depinduce.training.corpus_loss import stream_loss
@@ -25,10 +26,10 @@ class StreamData:
     def __init__(self, data_dir: Path, vocab: Vocab, objective: StreamLM, cfg: TrainConfig,
                  context: distributed.DistContext) -> None:
         self.objective, self.context = objective, context
-        self.train_rows = batching.read_corpus(data_dir / "train.txt", vocab)
+        self.train_rows = batching.read_corpus(data_dir / TRAIN_TXT, vocab)
         self.train_stream = self._stream(self.train_rows, len(vocab), cfg)
         self.n_batches = self.train_stream.n_chunks * context.world_size
-        dev_path = data_dir / "dev.txt"
+        dev_path = data_dir / DEV_TXT
         self.dev_rows = batching.read_corpus(dev_path, vocab) if dev_path.is_file() else None
         self.dev_stream = None if self.dev_rows is None else self._stream(self.dev_rows, len(vocab), cfg)
 

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from depinduce.errors import ModelError, NotFoundError, RecipeError, RunDirectoryError, UsageError
+from depinduce.io.filenames import LOG_FILE, TENSORBOARD_DIR
 from depinduce.locking import exclusive
 from depinduce.models.neural import NeuralBackend
 from depinduce.models.registry import backend_class
@@ -34,7 +35,7 @@ from depinduce.training.config import LOWER_IS_BETTER, ResolvedConfig, load_reci
 from depinduce.training.evaluation import DevTreebank
 from depinduce.training.options import TrainOptions, TrainResult
 from depinduce.training.outcome import BASELINE, baseline_metrics, dev_comparison
-from depinduce.training.records import LOG_NAME, TENSORBOARD_DIR, TensorBoard, TrainLog
+from depinduce.training.records import TensorBoard, TrainLog
 from depinduce.training.run import FreshStart, RunDir, check_run_dir, clear_run_files, command_line
 from depinduce.training.signals import stop_signals_handled
 
@@ -202,7 +203,7 @@ class TrainingRun:
 
     def open_log(self, stack: ExitStack, log: TrainLog) -> None:
         """``train.log`` in the run directory, and TensorBoard events when the config asks for them."""
-        log.open(self.dir.path / LOG_NAME)
+        log.open(self.dir.path / LOG_FILE)
         if self.train_config.records.tensorboard and self.context.is_main:
             resumed = self.resumed_step  # a resume hides the events a killed run wrote after its checkpoint
             board = TensorBoard(self.dir.path / TENSORBOARD_DIR,

@@ -22,6 +22,7 @@ from depinduce.api.reporting.aggregate import Group, attach_papers, group_runs, 
 from depinduce.api.reporting.render import FORMATS, as_dict, render
 from depinduce.api.reporting.runs import Run, Warn, collect_runs, shown_path
 from depinduce.api.reporting.scores import Scores, score_run
+from depinduce.io.filenames import TEST_CONLLU
 from depinduce.training.outcome import run_outcome
 
 __all__ = ["FORMATS", "Report", "build_report"]
@@ -76,7 +77,7 @@ def _tests_for(run: Run, tests: Sequence[Path]) -> list[Path]:
     """``--test`` files, else the run's data folder's test.conllu when it has one."""
     if tests:
         return list(tests)
-    default = run.data_dir / "test.conllu" if run.data_dir else None
+    default = run.data_dir / TEST_CONLLU if run.data_dir else None
     return [default] if default is not None and default.is_file() else []
 
 

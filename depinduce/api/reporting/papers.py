@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from depinduce.data.files import try_read_json
+from depinduce.io.filenames import MANIFEST_FILE, TEST_CONLLU
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class PaperMatch:
 def _data_manifest(data_dir: Path | None) -> dict[str, Any] | None:
     if data_dir is None:
         return None
-    manifest = try_read_json(data_dir / "manifest.json")
+    manifest = try_read_json(data_dir / MANIFEST_FILE)
     return manifest if isinstance(manifest, dict) else None
 
 
@@ -90,7 +91,7 @@ def identify_dataset(data_dir: Path | None, test: Path) -> tuple[str | None, str
     if (manifest.get("options") or {}).get("keep_punct"):
         return None, None, f"{data_dir} keeps punctuation in the model's view, unlike the papers: no paper figure"
     assert data_dir is not None
-    if test.resolve() != (data_dir / "test.conllu").resolve():
+    if test.resolve() != (data_dir / TEST_CONLLU).resolve():
         return None, None, None  # another file: the papers report section 23 only
     return "ptb-wsj-test", source.get("head_rules"), None
 

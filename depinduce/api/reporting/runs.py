@@ -20,6 +20,7 @@ from typing import Any
 from depinduce.data.run_files import read_manifest, read_metrics, read_run_config
 from depinduce.display import shell_command
 from depinduce.errors import DepinduceError, NotFoundError, RunDirectoryError
+from depinduce.io.filenames import CONFIG_FILE, MANIFEST_FILE, METRICS_FILE, MODEL_FILE
 
 Warn = Callable[[str], None]
 
@@ -75,7 +76,7 @@ def _natural(path: Path) -> tuple[Any, ...]:
 
 
 def _is_run_dir(path: Path) -> bool:
-    return path.is_dir() and (path / "config.yaml").is_file()
+    return path.is_dir() and (path / CONFIG_FILE).is_file()
 
 
 def run_dirs(paths: Iterable[Path]) -> list[Path]:
@@ -105,21 +106,21 @@ def read_run(path: Path) -> Run | str:
     """The run in ``path``, or why it cannot be reported (one line naming the file, and the field when a value
     has the wrong type)."""
     try:  # bounded, no aliases, checked: a hostile or edited file cannot take report down
-        config = read_run_config(path / "config.yaml")
+        config = read_run_config(path / CONFIG_FILE)
     except DepinduceError as exc:
         return str(exc)
-    if not (path / "manifest.json").exists():
+    if not (path / MANIFEST_FILE).exists():
         return f"{path}: no manifest.json; the run never started"
     try:
-        manifest = read_manifest(path / "manifest.json")
-        metrics = read_metrics(path / "metrics.jsonl")
+        manifest = read_manifest(path / MANIFEST_FILE)
+        metrics = read_metrics(path / METRICS_FILE)
     except DepinduceError as exc:
         return str(exc)
     starts = manifest["runs"] or [{}]
     if "finished" not in starts[-1]:
         return (f"{path}: not finished (still training, or killed; "
                 f"`{shell_command('depinduce', 'train', '--resume', '--out', path)}` continues it)")
-    if not (path / "model.pt").is_file():
+    if not (path / MODEL_FILE).is_file():
         return f"{path}: no model.pt"
     seed = (config.get("train") or {}).get("seed")
     return Run(path=path, model=config["model"], seed=seed if isinstance(seed, int) else None, config=config,

@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import depinduce
 from depinduce.checksum import sha256_file
 from depinduce.data.files import try_read_json
 from depinduce.data.run_files import PERCENT
 from depinduce.data.schemas import ANY, Opt, Range, Record, problem
 from depinduce.api.reporting.runs import Run
+from depinduce.io.filenames import MODEL_FILE, SCORES_FILE
+from depinduce.version import __version__
 
-CACHE_NAME = "scores.json"
 CACHE_FORMAT = "depinduce-scores"
 METRICS = ("dda", "uda", "las", "uf1_sentence", "uf1_corpus", "perplexity")
 PERPLEXITY_OBJECTIVES = ("mlm", "lm", "likelihood")  # the objectives `depinduce perplexity` measures
@@ -88,11 +88,11 @@ def cache_key(run: Run, test: Path, decoder: str) -> tuple[str, dict[str, Any]]:
         "test_sha256": sha256_file(test),
         "trees_sha256": sha256_file(trees) if trees else None,
         "text_sha256": sha256_file(text) if text else None,
-        "model_sha256": sha256_file(run.path / "model.pt"),
+        "model_sha256": sha256_file(run.path / MODEL_FILE),
         "model": run.model,
         "decoder": decoder,
         "protocol_sha256": _protocol_sha256(),
-        "depinduce": depinduce.__version__,
+        "depinduce": __version__,
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest(), inputs
 
@@ -172,7 +172,7 @@ def score_run(run: Run, test: Path, *, decoder: str | None = None, device: str =
     (:func:`measure`) and added to it."""
     decoder = decoder or run.decoder
     key, inputs = cache_key(run, test, decoder)
-    cache = run.path / CACHE_NAME
+    cache = run.path / SCORES_FILE
     entries = _read_cache(cache)
     trees, text = siblings(test)
     entry = entries.get(key)

@@ -128,7 +128,7 @@ class DMV(EMBackend):
     name = "dmv"
     description = ("DMV (Klein & Manning 2004): generative dependency model with valence over gold tags or frequent "
                    "words, EM from the harmonic initialiser; reads tags from CoNLL-U")
-    # objective "em": ``depinduce train`` runs :class:`depinduce.training.em.EMTrainer`, not gradient steps
+    # objective "em": ``depinduce train`` runs :class:`depinduce.training.em.EMLoop`, not gradient steps
     head_probs = "scores"  # the arc marginals of its inside-outside (score_tensors)
     induces = Induces(dependency=True, constituency=False)
     input_view = TaggedWords()  # the visible tokens with their tags (parse_sentences)

@@ -73,9 +73,6 @@ def resident_bytes() -> int | None:
         return None
 
 
-RECOMPUTE_CHOICES = ("auto", True, False)
-
-
 def available_bytes() -> int | None:
     """The memory the system can still give this process without swapping (Linux ``MemAvailable``), or None."""
     try:
