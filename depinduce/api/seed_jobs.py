@@ -407,13 +407,14 @@ def run_seed_jobs(plan: list[SeedRun], jobs: int, *, parent: Path, device: str, 
             f"(its lines above, 'seed S: …', say why)"
             + (f"; seeds {', '.join(map(str, unstarted))} not started" if unstarted else ""))
     if state["signals"]:
-        runs.stop = signal.Signals(state.get("signum") or signal.SIGTERM).name
         ended = {seed: _ending(run) for seed, run in zip(seeds, runs) if seed in started}
         stopped = [seed for seed, ending in ended.items() if ending == "signal"]  # it recorded its checkpoint
         unsaved = [seed for seed, ending in ended.items() if ending not in ("signal", "completed", "early_stop")]
         unstarted = [item.seed for item in waiting]
-        if not quiet and (stopped or unsaved or unstarted):
-            display.line(resume_hint(parent, seeds, stopped, unstarted, unsaved))
+        if stopped or unsaved or unstarted:  # a stop after every seed had finished stopped nothing: exit 0
+            runs.stop = signal.Signals(state.get("signum") or signal.SIGTERM).name
+            if not quiet:
+                display.line(resume_hint(parent, seeds, stopped, unstarted, unsaved))
     elif not quiet and 1 < len(started) <= width:  # they all ran side by side
         display.line(f"seeds {', '.join(map(str, started))}: together {_together(runs):,.0f} training tokens/s "
                      "(each run's tokens read / its seconds in training steps, added up)")
